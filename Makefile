@@ -1,0 +1,64 @@
+# Entry points for humans and CI; everything runs inside the project-local .venv.
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := test
+
+PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
+VENV := .venv
+VENV_PY := $(CURDIR)/$(VENV)/bin/python
+VENV_STAMP := $(VENV)/.installed
+
+# Project-local Dagster instance (sqlite), so runs never touch ~/.dagster or a shared instance.
+export DAGSTER_HOME := $(CURDIR)/.dagster_home
+# Classic Spark workers must run the same interpreter (and packages) as the driver.
+export PYSPARK_PYTHON := $(VENV_PY)
+export PYSPARK_DRIVER_PYTHON := $(VENV_PY)
+
+.PHONY: venv demo test dev lint format clean distclean
+
+# Re-installs whenever pyproject.toml changes; the stamp records the last successful install.
+$(VENV_STAMP): pyproject.toml
+	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --upgrade pip
+	$(VENV)/bin/python -m pip install -e '.[dev]'
+	@touch $@
+
+$(VENV): $(VENV_STAMP)
+
+venv: $(VENV_STAMP)
+
+$(DAGSTER_HOME)/dagster.yaml:
+	@mkdir -p $(DAGSTER_HOME)
+	@printf '%s\n' \
+	  'storage:' \
+	  '  sqlite:' \
+	  '    base_dir:' \
+	  '      env: DAGSTER_HOME' \
+	  'telemetry:' \
+	  '  enabled: false' > $@
+
+demo: $(VENV_STAMP) $(DAGSTER_HOME)/dagster.yaml
+	$(VENV)/bin/python -m wide_assets.demo
+
+test: $(VENV_STAMP) $(DAGSTER_HOME)/dagster.yaml
+	$(VENV)/bin/python -m pytest
+	$(VENV)/bin/dagster definitions validate -w workspace.yaml
+
+dev: $(VENV_STAMP) $(DAGSTER_HOME)/dagster.yaml
+	$(VENV)/bin/dagster dev -w workspace.yaml -h 127.0.0.1
+
+lint: $(VENV_STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: $(VENV_STAMP)
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+clean:
+	rm -rf .dagster_home lake spark-warehouse metastore_db derby.log build .pytest_cache .ruff_cache
+	find . -path ./$(VENV) -prune -o \( -name __pycache__ -o -name '*.egg-info' \) -type d -print0 \
+	  | xargs -0 rm -rf
+
+distclean: clean
+	rm -rf $(VENV)

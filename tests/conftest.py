@@ -1,0 +1,63 @@
+"""Shared Spark fixtures: embedded Sail, classic JVM Spark, and a parametrized pair of both."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from wide_assets.session import EngineSettings, activate, get_spark, stop_spark
+
+SAIL = EngineSettings(engine="sail")
+# No delta-spark: its jars come from Maven at JVM start, and these tests only need DataFrames.
+JVM = EngineSettings(engine="classic", master="local[2]", with_delta=False)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stop_engines() -> Iterator[None]:
+    yield
+    stop_spark()
+
+
+@pytest.fixture(scope="session")
+def spark() -> Any:
+    """Embedded Sail session (Spark Connect client)."""
+    return get_spark(SAIL)
+
+
+@pytest.fixture(scope="session")
+def jvm_spark() -> Any:
+    """Classic JVM Spark local[2] session without Delta."""
+    if shutil.which("java") is None:
+        pytest.skip("classic Spark needs a JVM and `java` is not on PATH")
+    return get_spark(JVM)
+
+
+@pytest.fixture(autouse=True)
+def _engine_dispatch(request: pytest.FixtureRequest) -> None:
+    # pyspark picks Connect vs classic `functions`/`Window` from one process-wide flag, so point it at
+    # the engine this test uses; tests asking for both engines must call `activate` themselves.
+    names = set(request.fixturenames)
+    if "any_spark" in names:
+        return
+    wanted = [name for name in ("spark", "jvm_spark") if name in names]
+    if len(wanted) == 1:
+        activate(request.getfixturevalue(wanted[0]))
+
+
+@pytest.fixture(params=[pytest.param("sail"), pytest.param("jvm", marks=pytest.mark.jvm)])
+def any_spark(request: pytest.FixtureRequest) -> Any:
+    """The same test once on Sail and once on classic JVM Spark."""
+    fixture = "spark" if request.param == "sail" else "jvm_spark"
+    return activate(request.getfixturevalue(fixture))
+
+
+@pytest.fixture
+def tmp_lake(tmp_path: Path) -> Path:
+    """An empty lake directory private to the test."""
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    return lake

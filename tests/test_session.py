@@ -1,0 +1,104 @@
+"""Engine selection, coexistence of Sail and classic Spark, and lake path safety."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pytest
+from pyspark.sql import functions as F
+
+from resources import LakeSettings, SparkEngine, resources_for_env
+from wide_assets.session import EngineSettings, activate, get_spark, is_connect
+
+
+def _plus_one(spark: Any) -> list[int]:
+    rows = spark.range(3).select((F.col("id") + 1).alias("n")).orderBy("n").collect()
+    return [row.n for row in rows]
+
+
+def test_sail_session_runs_sql(spark: Any) -> None:
+    assert is_connect(spark)
+    assert spark.sql("SELECT 1 AS one").collect()[0].one == 1
+    assert _plus_one(spark) == [1, 2, 3]
+    assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
+
+
+@pytest.mark.jvm
+def test_classic_session_runs_sql(jvm_spark: Any) -> None:
+    assert not is_connect(jvm_spark)
+    assert jvm_spark.sql("SELECT 1 AS one").collect()[0].one == 1
+    assert jvm_spark.range(3).count() == 3
+    assert jvm_spark.conf.get("spark.sql.session.timeZone") == "UTC"
+
+
+@pytest.mark.jvm
+def test_sail_and_classic_coexist(spark: Any, jvm_spark: Any) -> None:
+    for session in (spark, jvm_spark, spark):
+        assert _plus_one(activate(session)) == [1, 2, 3]
+    # The cache hands back the very same live sessions rather than starting new engines.
+    assert get_spark(EngineSettings(engine="sail")) is spark
+    assert get_spark(EngineSettings(engine="classic", with_delta=False)) is jvm_spark
+
+
+def test_any_spark_dispatch(any_spark: Any) -> None:
+    assert _plus_one(any_spark) == [1, 2, 3]
+
+
+def test_engine_settings_from_env() -> None:
+    assert EngineSettings.from_env({}) == EngineSettings()
+    settings = EngineSettings.from_env(
+        {
+            "WIDE_ASSETS_ENGINE": "classic",
+            "WIDE_ASSETS_SPARK_MASTER": "local[1]",
+            "WIDE_ASSETS_SPARK_DELTA": "false",
+        }
+    )
+    assert (settings.engine, settings.master, settings.with_delta) == ("classic", "local[1]", False)
+    with pytest.raises(ValueError, match="remote"):
+        EngineSettings.from_env({"WIDE_ASSETS_ENGINE": "connect"})
+    with pytest.raises(ValueError, match="WIDE_ASSETS_ENGINE"):
+        EngineSettings.from_env({"WIDE_ASSETS_ENGINE": "duckdb"})
+
+
+@pytest.mark.parametrize(
+    "name", ["../x", "/abs", "a/../../b", "", ".", "a//b", "a/./b", "a\\b", "C:/x", "a b", "x/.."]
+)
+def test_lake_path_rejects_escapes(tmp_lake: Path, name: str) -> None:
+    with pytest.raises(ValueError):
+        LakeSettings(root=str(tmp_lake)).path(name)
+
+
+def test_lake_path_stays_under_root(tmp_lake: Path) -> None:
+    lake = LakeSettings(root=str(tmp_lake) + "/")
+    assert lake.path("bronze/users.v1") == f"{tmp_lake}/bronze/users.v1"
+
+
+def test_resources_are_lazy_and_per_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("WIDE_ASSETS_SPARK_REMOTE", raising=False)
+    for env in ("local", "connect", "classic"):
+        resources = resources_for_env(env)
+        assert set(resources) == {"spark", "lake"}
+        assert resources["spark"]._spark_session is None
+    monkeypatch.setenv("WIDE_ASSETS_ENV", "classic")
+    assert resources_for_env()["spark"].engine == "classic"
+    with pytest.raises(ValueError, match="WIDE_ASSETS_ENV"):
+        resources_for_env("prod")
+
+
+def test_spark_engine_resource_in_dagster(spark: Any, tmp_lake: Path) -> None:
+    @dg.asset
+    def numbers(spark: SparkEngine, lake: LakeSettings) -> dg.MaterializeResult:
+        assert is_connect(spark.spark)
+        return dg.MaterializeResult(
+            metadata={"rows": spark.spark.range(5).count(), "path": lake.path("numbers")}
+        )
+
+    result = dg.materialize(
+        [numbers], resources={"spark": SparkEngine(engine="sail"), "lake": LakeSettings(root=str(tmp_lake))}
+    )
+    assert result.success
+    metadata = result.asset_materializations_for_node("numbers")[0].metadata
+    assert metadata["rows"].value == 5
+    assert metadata["path"].value == f"{tmp_lake}/numbers"

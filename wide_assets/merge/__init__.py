@@ -1,0 +1,7 @@
+"""The pure merge core: engines and aggregate functions as Spark SQL, separate from I/O and Dagster."""
+
+from wide_assets.merge.context import MergeContext
+from wide_assets.merge.plan import merge_query
+from wide_assets.merge.registry import engine_for
+
+__all__ = ["MergeContext", "engine_for", "merge_query"]

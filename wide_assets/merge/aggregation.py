@@ -1,0 +1,27 @@
+"""Paimon `aggregation`: every column folds with its function; a retraction never deletes the row."""
+
+from __future__ import annotations
+
+from wide_assets.merge.context import ADD, DELETE, MergeContext
+from wide_assets.merge.engine import MergeEngine, aggregate_step, retract_step
+
+
+class Aggregation(MergeEngine):
+    name = "aggregation"
+
+    def step(self, ctx: MergeContext) -> str:
+        added: dict[str, str] = {"e": "true"}
+        retracted: dict[str, str] = {}
+        for column in ctx.values:
+            if not ctx.written(column):
+                continue
+            if ctx.function(column) is None:
+                # Sequence fields take the last value in merge order, i.e. the largest sequence.
+                added[ctx.aliases[column]] = ctx.ref("r", column)
+                continue
+            added.update(aggregate_step(ctx, column))
+            retracted.update(retract_step(ctx, column))
+        remove = ""
+        if ctx.merge.remove_record_on_delete:
+            remove = f"WHEN {DELETE} THEN {ctx.state(ctx.cleared())} "
+        return f"CASE WHEN {ADD} THEN {ctx.state(added)} {remove}ELSE {ctx.state(retracted)} END"

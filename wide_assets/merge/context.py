@@ -1,0 +1,145 @@
+"""What a merge engine's fold step needs to write SQL: column aliases, types, the write's target columns.
+
+The fold runs inside Spark SQL's `aggregate(records, init, (s, r) -> step)`. Inside it, the state `s`
+and the record `r` are structs whose fields are positional aliases (`c0`, `c1`, ...), so user column
+names never need quoting inside lambdas. Engines return SQL text; nothing here touches Spark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+from wide_assets.spec import Column, FieldFunction, MergeOptions, TableSpec
+
+ADD = "r._kind IN ('+I', '+U')"
+RETRACT = "r._kind IN ('-U', '-D')"
+DELETE = "r._kind = '-D'"
+UPDATE_BEFORE = "r._kind = '-U'"
+
+
+def sql_string(text: str) -> str:
+    """A SQL string literal (single-quoted, with quotes and backslashes escaped)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def fail(message: str) -> str:
+    """An expression that aborts the query with `message`; the commit it feeds never happens."""
+    return f"raise_error({sql_string('[wide_assets] ' + message)})"
+
+
+def any_of(conditions: Sequence[str]) -> str:
+    return "(" + " OR ".join(conditions) + ")" if conditions else "false"
+
+
+def all_of(conditions: Sequence[str]) -> str:
+    return "(" + " AND ".join(conditions) + ")" if conditions else "true"
+
+
+def compare_nulls_first(left: str, right: str) -> str:
+    """-1/0/1 comparing two values with NULL as the smallest value (Paimon's sequence order)."""
+    return (
+        f"(CASE WHEN {left} IS NULL AND {right} IS NULL THEN 0 WHEN {left} IS NULL THEN -1 "
+        f"WHEN {right} IS NULL THEN 1 WHEN {left} < {right} THEN -1 WHEN {left} > {right} THEN 1 ELSE 0 END)"
+    )
+
+
+def compare_tuples(left: Sequence[str], right: Sequence[str]) -> str:
+    """Lexicographic -1/0/1 of two tuples of values, NULL smallest in every position."""
+    parts = [f"nullif({compare_nulls_first(a, b)}, 0)" for a, b in zip(left, right, strict=True)]
+    return f"coalesce({', '.join(parts)}, 0)"
+
+
+@dataclass(frozen=True)
+class MergeContext:
+    """A table's spec plus one write's target columns (None = every column written)."""
+
+    spec: TableSpec
+    target_columns: tuple[str, ...] | None = None
+
+    @property
+    def merge(self) -> MergeOptions:
+        return self.spec.merge
+
+    @cached_property
+    def aliases(self) -> Mapping[str, str]:
+        return {name: f"c{i}" for i, name in enumerate(self.spec.column_names)}
+
+    @property
+    def values(self) -> tuple[str, ...]:
+        """Non-key columns: the ones a merge changes."""
+        return self.spec.value_columns
+
+    def ref(self, var: str, column: str) -> str:
+        return f"{var}.{self.aliases[column]}"
+
+    def column(self, name: str) -> Column:
+        return self.spec.column(name)
+
+    def null(self, column: str) -> str:
+        return f"CAST(NULL AS {self.column(column).type})"
+
+    def function(self, column: str) -> FieldFunction | None:
+        return self.merge.functions.get(column)
+
+    def written(self, column: str) -> bool:
+        """Whether this write touches `column` (every column unless target columns were declared)."""
+        return self.target_columns is None or column in self.target_columns
+
+    @property
+    def is_partial_write(self) -> bool:
+        return self.target_columns is not None and set(self.values) - set(self.target_columns) != set()
+
+    @property
+    def is_key_only_write(self) -> bool:
+        return self.target_columns is not None and not set(self.target_columns) & set(self.values)
+
+    def row(self, var: str) -> str:
+        """The value columns of a record or state as a struct with the alias names."""
+        return (
+            "named_struct(" + ", ".join(f"'{self.aliases[c]}', {self.ref(var, c)}" for c in self.values) + ")"
+        )
+
+    def stateful_columns(self) -> tuple[str, ...]:
+        """Columns whose aggregate function keeps a 'seen a record' flag in the fold state."""
+        from wide_assets.merge.functions import aggregator
+
+        return tuple(
+            c for c, f in self.merge.functions.items() if aggregator(self.merge.dialect, f.name).stateful
+        )
+
+    def seen(self, var: str, column: str) -> str:
+        return f"{var}.s{self.aliases[column][1:]}"
+
+    def state_fields(self) -> list[tuple[str, str]]:
+        """(field, initial value) of the fold state, in order: exists flag, values, 'seen' flags."""
+        fields = [("e", "false")]
+        fields += [(self.aliases[c], self.null(c)) for c in self.values]
+        fields += [(self.seen("s", c).split(".", 1)[1], "false") for c in self.stateful_columns()]
+        if self.merge.dialect == "fluss":
+            fields.append(("log", f"CAST(array() AS array<{self.log_entry_type}>)"))
+        return fields
+
+    @property
+    def row_type(self) -> str:
+        return "struct<" + ", ".join(f"{self.aliases[c]}:{self.column(c).type}" for c in self.values) + ">"
+
+    @property
+    def log_entry_type(self) -> str:
+        """A per-record CDC entry (Fluss): row kind, the record's arrival, its index, the row image."""
+        return f"struct<k:string, a:bigint, i:int, v:{self.row_type}>"
+
+    def state(self, updates: Mapping[str, str], var: str = "s") -> str:
+        """A new state struct: `updates` by field name (alias or 'e'), every other field kept from `var`."""
+        parts = []
+        for name, _ in self.state_fields():
+            parts.append(f"'{name}', {updates.get(name, f'{var}.{name}')}")
+        return "named_struct(" + ", ".join(parts) + ")"
+
+    def initial_state(self) -> str:
+        return "named_struct(" + ", ".join(f"'{n}', {v}" for n, v in self.state_fields()) + ")"
+
+    def cleared(self) -> dict[str, str]:
+        """State updates that remove the row: later records start again from an empty row."""
+        return {name: value for name, value in self.state_fields() if name != "log"}

@@ -1,0 +1,86 @@
+"""The merge-engine contract: a fold step over one key's records, as Spark SQL text.
+
+Paimon's MergeFunction model: every record of a key (the stored row first, as the earliest arrival)
+is folded into a state, in merge order. Each engine module defines one `MergeEngine`; functions on
+single columns live in `functions.py`.
+"""
+
+from __future__ import annotations
+
+from wide_assets.errors import InvalidInputError
+from wide_assets.merge.context import MergeContext, all_of
+from wide_assets.merge.functions import Operands, aggregator, retraction_unsupported
+
+
+class MergeEngine:
+    """A Paimon-style engine: one changelog transition per key per commit (before -> after)."""
+
+    name = ""
+    # Fluss engines emit CDC per record; Paimon engines per key and commit.
+    per_record = False
+    # Paimon's first-row: a key's changelog is its first +I and nothing afterwards.
+    insert_only_changelog = False
+    accepts_partial_write = True
+
+    def step(self, ctx: MergeContext) -> str:
+        """SQL for the state after merging record `r` into state `s`."""
+        raise NotImplementedError
+
+    def guard(self, ctx: MergeContext) -> tuple[str, str] | None:
+        """(condition over a key's `recs` array, error message): the key's records cannot be merged."""
+        return None
+
+    def check_write(self, ctx: MergeContext) -> None:
+        if ctx.is_partial_write and not self.accepts_partial_write:
+            raise InvalidInputError(f"Partial update is not supported for the {self.name} merge engine.")
+
+
+def aggregate_step(ctx: MergeContext, column: str, reversed_order: bool = False) -> dict[str, str]:
+    """State updates that fold `r`'s value of `column` into the accumulator with its function."""
+    function = ctx.function(column)
+    assert function is not None
+    fn = aggregator(ctx.merge.dialect, function.name)
+    operands = Operands(
+        ctx.ref("s", column), ctx.ref("r", column), ctx.column(column), function, ctx.seen("s", column)
+    )
+    value = fn.agg_reversed(operands) if reversed_order else fn.agg(operands)
+    updates = {ctx.aliases[column]: value}
+    if fn.stateful:
+        updates[ctx.seen("s", column).split(".", 1)[1]] = "true"
+    return updates
+
+
+def retract_step(ctx: MergeContext, column: str) -> dict[str, str]:
+    """State updates that retract `r`'s value of `column` from the accumulator (or fail)."""
+    function = ctx.function(column)
+    assert function is not None
+    if function.ignore_retract:
+        return {}
+    fn = aggregator(ctx.merge.dialect, function.name)
+    operands = Operands(
+        ctx.ref("s", column), ctx.ref("r", column), ctx.column(column), function, ctx.seen("s", column)
+    )
+    value = fn.retract(operands)
+    return {
+        ctx.aliases[column]: value if value is not None else retraction_unsupported(column, function.name)
+    }
+
+
+def target_upsert(ctx: MergeContext) -> dict[str, str]:
+    """Fluss write model: target columns take the record's value (NULL included), others are kept."""
+    return {ctx.aliases[c]: ctx.ref("r", c) for c in ctx.values if ctx.written(c)}
+
+
+def partial_delete_removes_row(ctx: MergeContext) -> str:
+    """Fluss W3: a delete with target columns removes the row only if every other value is NULL."""
+    others = [c for c in ctx.values if not ctx.written(c)]
+    return all_of([f"{ctx.ref('s', c)} IS NULL" for c in others])
+
+
+def partial_delete_values(ctx: MergeContext) -> dict[str, str]:
+    return {ctx.aliases[c]: ctx.null(c) for c in ctx.values if ctx.written(c)}
+
+
+def retraction_merged_with_others() -> str:
+    """A key's records hold a retraction that is merged with other records (stored row included)."""
+    return "size(recs) > 1 AND exists(recs, r -> r._kind IN ('-U', '-D'))"

@@ -1,0 +1,14 @@
+"""Fluss `first_row`: the first row of a key is kept; later upserts change nothing and emit nothing."""
+
+from __future__ import annotations
+
+from wide_assets.merge.context import MergeContext
+from wide_assets.merge.fluss import FlussEngine
+
+
+class FlussFirstRow(FlussEngine):
+    name = "first_row"
+    accepts_partial_write = False
+
+    def update(self, ctx: MergeContext) -> str:
+        return "s"

@@ -1,0 +1,143 @@
+"""Paimon `partial-update`: non-NULL values overwrite; sequence groups give each source its own clock.
+
+Rules P1-P12 of the merge-semantics spec. Without groups a NULL means "no change". A group's columns
+follow its sequence fields: a record with an equal-or-newer sequence replaces them (NULL included), an
+older one only feeds the group's aggregate functions, in reverse order; an all-NULL sequence leaves
+the group alone.
+"""
+
+from __future__ import annotations
+
+from wide_assets.merge.context import (
+    ADD,
+    DELETE,
+    MergeContext,
+    all_of,
+    any_of,
+    compare_tuples,
+)
+from wide_assets.merge.engine import MergeEngine, aggregate_step, retract_step, retraction_merged_with_others
+from wide_assets.spec import SequenceGroup
+
+DELETE_REJECTED = (
+    "By default, Partial update can not accept delete records, you can choose one of the following "
+    "solutions: 1. Configure 'partial-update.ignore-delete' to ignore delete records. "
+    "2. Configure 'sequence-group' to retract partial columns."
+)
+
+
+class PartialUpdate(MergeEngine):
+    name = "partial-update"
+
+    def guard(self, ctx: MergeContext) -> tuple[str, str] | None:
+        merge = ctx.merge
+        if merge.sequence_groups or merge.remove_record_on_delete or merge.ignore_delete:
+            return None
+        return retraction_merged_with_others(), DELETE_REJECTED
+
+    def step(self, ctx: MergeContext) -> str:
+        if not ctx.merge.sequence_groups:
+            return self._step_without_groups(ctx)
+        return self._step_with_groups(ctx)
+
+    def _ungrouped(self, ctx: MergeContext) -> dict[str, str]:
+        """P1/P9: columns outside groups take non-NULL values (a target-column write takes NULL too)."""
+        grouped = {c for g in ctx.merge.sequence_groups for c in (*g.protected, *g.sequence_fields)}
+        updates = {}
+        for column in ctx.values:
+            if column in grouped or not ctx.written(column):
+                continue
+            incoming = ctx.ref("r", column)
+            updates[ctx.aliases[column]] = (
+                incoming
+                if ctx.target_columns is not None
+                else f"coalesce({incoming}, {ctx.ref('s', column)})"
+            )
+        return updates
+
+    def _step_without_groups(self, ctx: MergeContext) -> str:
+        added = ctx.state({"e": "true", **self._ungrouped(ctx)})
+        if ctx.merge.remove_record_on_delete:
+            # -D removes the row and later inserts rebuild it from scratch; -U is ignored.
+            return f"CASE WHEN {ADD} THEN {added} WHEN {DELETE} THEN {ctx.state(ctx.cleared())} ELSE s END"
+        return f"CASE WHEN {ADD} THEN {added} ELSE s END"
+
+    def _step_with_groups(self, ctx: MergeContext) -> str:
+        added: dict[str, str] = {"e": "true", **self._ungrouped(ctx)}
+        retracted: dict[str, str] = {}
+        for group in ctx.merge.sequence_groups:
+            added.update(self._group_add(ctx, group))
+            retracted.update(self._group_retract(ctx, group))
+        removing = [
+            f"({self._active(ctx, g)} AND {self._newer(ctx, g)})"
+            for g in ctx.merge.sequence_groups
+            if set(g.sequence_fields) & set(ctx.merge.remove_record_on_sequence_group)
+        ]
+        remove = f"WHEN {DELETE} AND {any_of(removing)} THEN {ctx.state(ctx.cleared())} " if removing else ""
+        return f"CASE WHEN {ADD} THEN {ctx.state(added)} {remove}ELSE {ctx.state(retracted)} END"
+
+    @staticmethod
+    def _active(ctx: MergeContext, group: SequenceGroup) -> str:
+        """P6: the record touches the group only if some sequence field is set (and written)."""
+        if not all(ctx.written(f) for f in group.sequence_fields):
+            return "false"
+        unset = [ctx.ref("r", f) + " IS NULL" for f in group.sequence_fields]
+        return f"NOT {all_of(unset)}"
+
+    @staticmethod
+    def _newer(ctx: MergeContext, group: SequenceGroup) -> str:
+        """P7: incoming sequence >= stored (ties to the incoming record, NULL smallest, lexicographic)."""
+        incoming = [ctx.ref("r", f) for f in group.sequence_fields]
+        stored = [ctx.ref("s", f) for f in group.sequence_fields]
+        return f"{compare_tuples(incoming, stored)} >= 0"
+
+    def _group_add(self, ctx: MergeContext, group: SequenceGroup) -> dict[str, str]:
+        active, newer = self._active(ctx, group), self._newer(ctx, group)
+        updates = {
+            ctx.aliases[
+                f
+            ]: f"CASE WHEN {active} AND {newer} THEN {ctx.ref('r', f)} ELSE {ctx.ref('s', f)} END"
+            for f in group.sequence_fields
+        }
+        for column in group.protected:
+            if not ctx.written(column):
+                continue
+            stored = ctx.ref("s", column)
+            if ctx.function(column) is None:
+                updates[ctx.aliases[column]] = (
+                    f"CASE WHEN {active} AND {newer} THEN {ctx.ref('r', column)} ELSE {stored} END"
+                )
+                continue
+            in_order, reversed_order = (
+                aggregate_step(ctx, column),
+                aggregate_step(ctx, column, reversed_order=True),
+            )
+            for field, value in in_order.items():
+                kept = f"s.{field}"
+                updates[field] = (
+                    f"CASE WHEN {active} AND {newer} THEN {value} "
+                    f"WHEN {active} THEN {reversed_order[field]} ELSE {kept} END"
+                )
+        return updates
+
+    def _group_retract(self, ctx: MergeContext, group: SequenceGroup) -> dict[str, str]:
+        """P10: a newer retraction advances the sequence and clears the group; functions retract."""
+        active, newer = self._active(ctx, group), self._newer(ctx, group)
+        updates = {
+            ctx.aliases[
+                f
+            ]: f"CASE WHEN {active} AND {newer} THEN {ctx.ref('r', f)} ELSE {ctx.ref('s', f)} END"
+            for f in group.sequence_fields
+        }
+        for column in group.protected:
+            if not ctx.written(column):
+                continue
+            stored = ctx.ref("s", column)
+            if ctx.function(column) is None:
+                updates[ctx.aliases[column]] = (
+                    f"CASE WHEN {active} AND {newer} THEN {ctx.null(column)} ELSE {stored} END"
+                )
+                continue
+            for field, value in retract_step(ctx, column).items():
+                updates[field] = f"CASE WHEN {active} THEN {value} ELSE s.{field} END"
+        return updates

@@ -1,0 +1,133 @@
+"""The merge as one Spark SQL query: a batch of records plus the stored rows they touch -> changelog.
+
+Per key: the stored row (as the earliest arrival) and the batch's records are ranked in merge order
+with an explicit window (NULLs first, never an engine default), collected, and folded by the table's
+engine. The result is the changelog of this commit: Paimon's one transition per key, or Fluss's CDC
+entries per record. The wide table's new rows are the last entry per key, so the changelog alone is
+enough to apply (and re-apply) a commit.
+"""
+
+from __future__ import annotations
+
+from wide_assets.merge.context import MergeContext, fail
+from wide_assets.merge.engine import MergeEngine
+from wide_assets.merge.registry import engine_for
+
+PRODUCERS_WITH_UNCHANGED_ROWS = ("lookup", "full-compaction")
+
+
+def quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def kind_filter(ctx: MergeContext) -> str:
+    """Paimon's row-kind filter / Fluss's upsert sink: which input kinds reach the merge at all."""
+    merge = ctx.merge
+    dropped = []
+    if merge.dialect == "fluss":
+        dropped.append("-U")  # a primary-key sink never receives UPDATE_BEFORE
+        if merge.ignore_delete or merge.delete_behavior == "ignore":
+            dropped.append("-D")
+    else:
+        if merge.ignore_delete:
+            dropped += ["-U", "-D"]
+        elif merge.ignore_update_before:
+            dropped.append("-U")
+    if not dropped:
+        return "true"
+    return "_row_kind NOT IN (" + ", ".join(f"'{k}'" for k in dropped) + ")"
+
+
+def merge_order(ctx: MergeContext) -> str:
+    """Section 0.1: sequence.field (NULL first; descending reverses), then arrival, stored row first."""
+    keys = []
+    if ctx.merge.dialect == "paimon":
+        direction = "DESC NULLS LAST" if ctx.merge.sequence_descending else "ASC NULLS FIRST"
+        keys = [f"{ctx.aliases[f]} {direction}" for f in ctx.merge.sequence_fields]
+    return ", ".join([*keys, "CASE WHEN _stored THEN 0 ELSE 1 END", "_arrival"])
+
+
+def merge_query(ctx: MergeContext) -> str:
+    """SQL over `{batch}` (table columns, `_row_kind`, `_offset`) and `{stored}` (the wide table).
+
+    Returns the primary key, `_row_kind`, `_order_a`/`_order_i` (the entry's order within the
+    commit) and the value columns, under the table's own column names.
+    """
+    engine = engine_for(ctx.merge)
+    spec = ctx.spec
+    keys = [f"k{i}" for i in range(len(spec.primary_key))]
+    key_select = ", ".join(f"{quote(k)} AS {a}" for k, a in zip(spec.primary_key, keys, strict=True))
+    value_select = ", ".join(f"{quote(c)} AS {ctx.aliases[c]}" for c in ctx.values)
+    stored_keys = ", ".join(f"t.{quote(k)} AS {a}" for k, a in zip(spec.primary_key, keys, strict=True))
+    stored_values = ", ".join(f"t.{quote(c)} AS {ctx.aliases[c]}" for c in ctx.values)
+    join = " AND ".join(f"t.{quote(k)} = x.{a}" for k, a in zip(spec.primary_key, keys, strict=True))
+    record_fields = ", ".join(
+        ["'_rank', _rank", "'_kind', _kind", "'_stored', _stored", "'_arrival', _arrival"]
+        + [f"'{ctx.aliases[c]}', {ctx.aliases[c]}" for c in ctx.values]
+    )
+    stored_row = (
+        "named_struct(" + ", ".join(f"'{ctx.aliases[c]}', {ctx.aliases[c]}" for c in ctx.values) + ")"
+    )
+    key_list = ", ".join(keys)
+    fold = f"aggregate(recs, {ctx.initial_state()}, (s, r) -> {engine.step(ctx)})"
+    guard = engine.guard(ctx)
+    if guard is not None:
+        condition, message = guard
+        fold = f"CASE WHEN {condition} THEN {fail(message)} ELSE {fold} END"
+    folded = f"""
+WITH b AS (
+  SELECT {key_select}, {value_select}, _row_kind AS _kind, CAST(_offset AS BIGINT) AS _arrival, false AS _stored
+  FROM {{batch}} WHERE {kind_filter(ctx)}
+), s AS (
+  SELECT {stored_keys}, {stored_values}, '+I' AS _kind, CAST(NULL AS BIGINT) AS _arrival, true AS _stored
+  FROM {{stored}} t LEFT SEMI JOIN (SELECT DISTINCT {key_list} FROM b) x ON {join}
+), u AS (
+  SELECT * FROM b UNION ALL SELECT * FROM s
+), ranked AS (
+  SELECT *, row_number() OVER (PARTITION BY {key_list} ORDER BY {merge_order(ctx)}) AS _rank FROM u
+), grouped AS (
+  SELECT {key_list},
+         sort_array(collect_list(named_struct({record_fields}))) AS recs,
+         min(_arrival) AS _first,
+         max(CASE WHEN _stored THEN {stored_row} END) AS before
+  FROM ranked GROUP BY {key_list}
+), folded AS (
+  SELECT {key_list}, _first, before, {fold} AS st FROM grouped
+)"""
+    entries = _per_record_entries(ctx) if engine.per_record else _transitions(ctx, engine)
+    out_keys = ", ".join(f"{a} AS {quote(k)}" for k, a in zip(spec.primary_key, keys, strict=True))
+    out_values = ", ".join(f"e.v.{ctx.aliases[c]} AS {quote(c)}" for c in ctx.values)
+    return f"""{folded}
+SELECT {out_keys}, e.k AS _row_kind, e.a AS _order_a, e.i AS _order_i, {out_values}
+FROM (SELECT {key_list}, inline_entries.* FROM folded LATERAL VIEW inline({entries}) inline_entries) e"""
+
+
+def _per_record_entries(ctx: MergeContext) -> str:
+    del ctx
+    return "st.log"
+
+
+def _transitions(ctx: MergeContext, engine: MergeEngine) -> str:
+    """C3: absent->row +I; row->absent -D; row->row -U/+U (unless deduplicated); one per key."""
+    after = "named_struct(" + ", ".join(f"'{a}', st.{a}" for a in (ctx.aliases[c] for c in ctx.values)) + ")"
+    entry_type = f"struct<k:string, a:bigint, i:int, v:{ctx.row_type}>"
+    merge = ctx.merge
+    keep_unchanged = merge.changelog_producer in PRODUCERS_WITH_UNCHANGED_ROWS and not merge.row_deduplicate
+    ignored = set(merge.row_deduplicate_ignore_fields) if merge.row_deduplicate else set()
+    compared = [ctx.aliases[c] for c in ctx.values if c not in ignored]
+    unchanged = " AND ".join(f"before.{a} <=> st.{a}" for a in compared) or "true"
+
+    def entry(kind: str, index: int, row: str) -> str:
+        return f"named_struct('k', '{kind}', 'a', _first, 'i', {index}, 'v', {row})"
+
+    updated = f"array({entry('-U', 0, 'before')}, {entry('+U', 1, after)})"
+    update_rule = (
+        "false" if engine.insert_only_changelog else ("true" if keep_unchanged else f"NOT ({unchanged})")
+    )
+    delete_rule = "false" if engine.insert_only_changelog else "true"
+    return f"""CASE
+  WHEN before IS NULL AND st.e THEN array({entry("+I", 0, after)})
+  WHEN before IS NOT NULL AND NOT st.e AND {delete_rule} THEN array({entry("-D", 0, "before")})
+  WHEN before IS NOT NULL AND st.e AND {update_rule} THEN {updated}
+  ELSE CAST(array() AS array<{entry_type}>)
+END"""

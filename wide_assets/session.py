@@ -1,0 +1,249 @@
+"""Spark engine selection and lifecycle: embedded Sail, a Spark Connect cluster, or classic JVM Spark."""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import sys
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast, get_args
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession as ClassicSparkSession
+    from pyspark.sql.connect.session import SparkSession as ConnectSparkSession
+
+    SparkSession: TypeAlias = ClassicSparkSession | ConnectSparkSession
+
+__all__ = [
+    "EngineSettings",
+    "activate",
+    "get_spark",
+    "is_connect",
+    "stop_spark",
+]
+
+log = logging.getLogger(__name__)
+
+Engine = Literal["sail", "connect", "classic"]
+ENGINES: tuple[str, ...] = get_args(Engine)
+
+# pyspark decides process-wide (not per session) whether `pyspark.sql.functions`, `Window`, ... build
+# Connect or classic objects, by looking at this environment variable at call time.
+_CONNECT_MODE_ENV = "SPARK_CONNECT_MODE_ENABLED"
+
+_DELTA_CONF: Mapping[str, str] = MappingProxyType(
+    {
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    }
+)
+_CLASSIC_CONF: Mapping[str, str] = MappingProxyType(
+    {
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.ui.enabled": "false",
+    }
+)
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """Which Spark engine to use and how to configure it."""
+
+    engine: Engine = "sail"
+    # sc://host:port of a Spark Connect server, only used when engine == "connect".
+    remote: str | None = None
+    master: str = "local[2]"
+    with_delta: bool = True
+    # Excluded from the hash (dicts are unhashable) but still part of equality, so the cache stays correct.
+    spark_conf: Mapping[str, str] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise ValueError(f"unknown engine {self.engine!r}; expected one of {ENGINES}")
+        if self.engine == "connect" and not self.remote:
+            raise ValueError("engine 'connect' needs remote='sc://host:port' (WIDE_ASSETS_SPARK_REMOTE)")
+        # Freeze a private copy so a caller mutating its dict cannot change a cached session's key.
+        frozen = MappingProxyType({str(k): str(v) for k, v in self.spark_conf.items()})
+        object.__setattr__(self, "spark_conf", frozen)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> EngineSettings:
+        """Build settings from WIDE_ASSETS_ENGINE / _SPARK_REMOTE / _SPARK_MASTER / _SPARK_DELTA."""
+        env = os.environ if environ is None else environ
+        engine = env.get("WIDE_ASSETS_ENGINE", "sail").strip().lower() or "sail"
+        if engine not in ENGINES:
+            raise ValueError(f"WIDE_ASSETS_ENGINE={engine!r}; expected one of {ENGINES}")
+        return cls(
+            engine=cast(Engine, engine),
+            remote=env.get("WIDE_ASSETS_SPARK_REMOTE") or None,
+            master=env.get("WIDE_ASSETS_SPARK_MASTER") or "local[2]",
+            with_delta=_parse_bool(env.get("WIDE_ASSETS_SPARK_DELTA"), default=True),
+        )
+
+
+def _parse_bool(raw: str | None, *, default: bool) -> bool:
+    if raw is None or not raw.strip():
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ValueError(f"cannot parse {raw!r} as a boolean")
+
+
+_lock = threading.RLock()
+_sessions: dict[EngineSettings, SparkSession] = {}
+# The embedded Sail server shuts down when garbage-collected, after which Connect clients hang in
+# retries, so it lives here for as long as any session might use it.
+_sail_server: Any = None
+_atexit_registered = False
+
+
+def is_connect(spark: Any) -> bool:
+    """Whether `spark` is a Spark Connect session (Sail or a remote cluster) rather than classic."""
+    # Checking the module avoids importing the Connect client (grpc) just to answer "no".
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def activate(spark: SparkSession) -> SparkSession:
+    """Point pyspark's process-global Connect/classic dispatch at `spark`'s flavour and return it."""
+    if is_connect(spark):
+        os.environ[_CONNECT_MODE_ENV] = "1"
+    else:
+        os.environ.pop(_CONNECT_MODE_ENV, None)
+    return spark
+
+
+def get_spark(settings: EngineSettings | None = None) -> SparkSession:
+    """Return the cached session for `settings` (default: from the environment), creating it once."""
+    settings = EngineSettings.from_env() if settings is None else settings
+    with _lock:
+        spark = _sessions.get(settings)
+        if spark is None or _is_stopped(spark):
+            spark = _create(settings)
+            _sessions[settings] = spark
+            _register_atexit()
+        # The last requested session wins pyspark's global function dispatch; see `activate`.
+        return activate(spark)
+
+
+def stop_spark() -> None:
+    """Stop every session this module created, then the embedded Sail server."""
+    global _sail_server
+    with _lock:
+        sessions = list(_sessions.values())
+        _sessions.clear()
+        # Connect sessions first: they release their server-side state over the wire.
+        for spark in sorted(sessions, key=lambda s: not is_connect(s)):
+            try:
+                spark.stop()
+            except Exception:  # shutdown is best effort; one failure must not leak the rest
+                log.warning("failed to stop Spark session %r", spark, exc_info=True)
+        if _sail_server is not None:
+            try:
+                _sail_server.stop()
+            except Exception:
+                log.warning("failed to stop the Sail server", exc_info=True)
+            _sail_server = None
+        os.environ.pop(_CONNECT_MODE_ENV, None)
+
+
+def _register_atexit() -> None:
+    global _atexit_registered
+    if not _atexit_registered:
+        atexit.register(stop_spark)
+        _atexit_registered = True
+
+
+def _is_stopped(spark: SparkSession) -> bool:
+    if is_connect(spark):
+        return bool(getattr(spark, "is_stopped", False))
+    return getattr(getattr(spark, "_sc", None), "_jsc", None) is None
+
+
+def _create(settings: EngineSettings) -> SparkSession:
+    if settings.engine == "sail":
+        return _create_connect(_sail_url(), settings)
+    if settings.engine == "connect":
+        return _create_connect(cast(str, settings.remote), settings)
+    return _create_classic(settings)
+
+
+def _sail_url() -> str:
+    global _sail_server
+    if _sail_server is None or not _sail_server.running:
+        # Sail logs every session open/close at INFO on stderr; keep it quiet unless asked.
+        os.environ.setdefault("RUST_LOG", "warn")
+        from pysail.spark import SparkConnectServer
+
+        server = SparkConnectServer("127.0.0.1", 0)
+        server.start(background=True)
+        _sail_server = server
+    host, port = _sail_server.listening_address
+    return f"sc://{host}:{port}"
+
+
+def _create_connect(url: str, settings: EngineSettings) -> SparkSession:
+    from pyspark.sql.connect.session import SparkSession as ConnectSparkSession
+
+    # create(), not getOrCreate(): the latter hands back whichever Connect session was made first,
+    # whatever URL this builder was given.
+    spark = ConnectSparkSession.builder.remote(url).create()
+    conf = {"spark.sql.session.timeZone": "UTC", **settings.spark_conf}
+    for key, value in conf.items():
+        try:
+            spark.conf.set(key, value)
+        except Exception:  # Sail and older servers reject some keys; the session is still usable
+            log.warning("Spark Connect server rejected conf %s=%s", key, value, exc_info=True)
+    return spark
+
+
+def _create_classic(settings: EngineSettings) -> SparkSession:
+    from pyspark.sql import SparkSession as ClassicSparkSession
+
+    # Python workers must see the driver's packages; the default `python3` on PATH may not have them.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+    existing = next((s for k, s in _sessions.items() if k.engine == "classic" and not _is_stopped(s)), None)
+    foreign = ClassicSparkSession._instantiatedSession
+    if existing is not None or (foreign is not None and not _is_stopped(foreign)):
+        # One JVM SparkContext per process: static confs (master, jars, extensions) cannot change.
+        raise RuntimeError(
+            "a classic Spark session already exists in this process with different settings; "
+            "call wide_assets.session.stop_spark() first"
+        )
+
+    builder = ClassicSparkSession.builder.master(settings.master).appName("wide_assets")
+    for key, value in {**_CLASSIC_CONF, **settings.spark_conf}.items():
+        builder = builder.config(key, value)
+    if settings.with_delta:
+        from delta.pip_utils import configure_spark_with_delta_pip
+
+        for key, value in _DELTA_CONF.items():
+            builder = builder.config(key, value)
+        builder = configure_spark_with_delta_pip(builder)
+
+    # The generic builder refuses to make a classic session while the Connect flag is set (i.e. once a
+    # Sail/Connect session exists), so hide the flag just for the JVM start-up.
+    with _lock:
+        connect_flag = os.environ.pop(_CONNECT_MODE_ENV, None)
+        try:
+            return builder.getOrCreate()
+        except Exception as exc:
+            if settings.with_delta:
+                exc.add_note(
+                    "with_delta=True makes Spark resolve io.delta:delta-spark from Maven "
+                    "(spark.jars.packages); offline, pre-populate ~/.ivy2 or set WIDE_ASSETS_SPARK_DELTA=0"
+                )
+            raise
+        finally:
+            if connect_flag is not None:
+                os.environ[_CONNECT_MODE_ENV] = connect_flag

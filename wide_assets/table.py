@@ -1,0 +1,404 @@
+"""`WideTable`: a partial-update wide table stored as Delta Lake, written by PySpark MERGEs.
+
+Storage, for a table at `path`:
+- `path`: the wide table, a Delta table holding exactly the table's columns; its definition (columns,
+  primary key, options) is persisted in the Delta metadata (`wide_assets.spec`).
+- `path` + `_changelog`: a Delta table that is both the changelog users read and the table's commit
+  log. Per commit it holds the merged changelog entries (`_origin` = 'merged'), the input records for
+  the `input` producer ('input'), and one marker row ('commit') whose JSON carries the base version and
+  the writer's transaction id.
+
+Commit protocol (exactly once, crash safe). Under the table's lock: (1) recover: if the last logged
+commit's MERGE never landed (the wide table is still at that commit's base version), apply it; (2)
+skip the write if its transaction id was already committed; (3) merge the batch against the wide table
+pinned at its current version; (4) append the commit to the log in one atomic Delta commit; (5) apply
+it to the wide table with a MERGE that reads the commit back from the log. Step 5 is idempotent, so a
+crash anywhere leaves either nothing or a commit that the next write (or `recover()`) finishes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from pyspark.sql import DataFrame, SparkSession
+
+from wide_assets import faults
+from wide_assets.batch import (
+    final_images,
+    input_changelog,
+    merge_batch,
+    merge_error,
+    prepare_batch,
+    transition_counts,
+)
+from wide_assets.errors import InvalidOptionError, TableStateError, WideTableError
+from wide_assets.merge.plan import quote
+from wide_assets.spec import Column, TableSpec
+
+SPEC_PROPERTY = "wide_assets.spec"
+CHANGELOG_SUFFIX = "_changelog"
+LOG_COLUMNS = ("_commit", "_offset", "_row_kind", "_origin")
+CHANGELOG_ORIGIN = {"input": "input"}  # every other producer's changelog is the merged one
+
+
+class Txn(NamedTuple):
+    """A writer's idempotency key: a write whose (app_id, version) was already committed is skipped."""
+
+    app_id: str
+    version: int
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What one `write` committed (or found already committed)."""
+
+    commit: int
+    version: int
+    changelog_version: int
+    inserted: int
+    updated: int
+    deleted: int
+    unchanged: int
+    input_records: int
+    changelog_rows: int
+    skipped: bool = False
+    recovered: bool = False
+
+    def as_metadata(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """The marker row of one commit in the log."""
+
+    commit: int
+    base_version: int
+    txn: Txn | None
+    written_at: str
+    input_records: int
+    target_columns: tuple[str, ...] | None
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data["txn"] = list(self.txn) if self.txn else None
+        return json.dumps(data, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> CommitInfo:
+        data = json.loads(text)
+        txn = Txn(*data["txn"]) if data.get("txn") else None
+        targets = tuple(data["target_columns"]) if data.get("target_columns") else None
+        return cls(
+            commit=data["commit"],
+            base_version=data["base_version"],
+            txn=txn,
+            written_at=data["written_at"],
+            input_records=data["input_records"],
+            target_columns=targets,
+        )
+
+
+class WideTable:
+    """A wide table at `path`: create or open it, then write changes, read rows and its changelog."""
+
+    def __init__(self, spark: SparkSession, path: str, spec: TableSpec) -> None:
+        self.spark = spark
+        self.path = str(path)
+        self.spec = spec
+
+    # ----------------------------------------------------------------------------- lifecycle
+    @classmethod
+    def create(
+        cls,
+        spark: SparkSession,
+        path: str | os.PathLike[str],
+        columns: Sequence[tuple[str, str] | Column],
+        primary_key: Sequence[str],
+        options: dict[str, Any] | None = None,
+    ) -> WideTable:
+        """Create the table (idempotent when the same definition exists); invalid options fail here."""
+        from deltalake import DeltaTable
+
+        spec = TableSpec.build(columns, primary_key, options)
+        path = str(path)
+        table = cls(spark, path, spec)
+        if DeltaTable.is_deltatable(path) and SPEC_PROPERTY in DeltaTable(path).metadata().configuration:
+            existing = cls.open(spark, path)
+            if existing.spec.to_json() != spec.to_json():
+                raise InvalidOptionError(
+                    f"A wide table with a different definition already exists at {path}: {existing.spec.to_json()}"
+                )
+            return existing
+        schema = table._arrow_schema()
+        # Log first, then the table, then its definition: a creation cut short anywhere is finished
+        # by calling `create` again.
+        if not DeltaTable.is_deltatable(table.changelog_path):
+            name = f"{Path(path).name}{CHANGELOG_SUFFIX}"
+            DeltaTable.create(table.changelog_path, schema=table._arrow_log_schema(schema), name=name)
+        if not DeltaTable.is_deltatable(path):
+            DeltaTable.create(path, schema=schema, name=Path(path).name)
+        elif DeltaTable(path).version() != 0:
+            raise TableStateError(f"The Delta table at {path} holds data but is not a wide table.")
+        # delta-rs only accepts unknown (non-`delta.*`) properties through ALTER.
+        DeltaTable(path).alter.set_table_properties(
+            {SPEC_PROPERTY: spec.to_json()}, raise_if_not_exists=False
+        )
+        return table
+
+    @classmethod
+    def open(cls, spark: SparkSession, path: str | os.PathLike[str]) -> WideTable:
+        """Open an existing table; its definition is read from the Delta metadata."""
+        from deltalake import DeltaTable
+
+        path = str(path)
+        if not DeltaTable.is_deltatable(path):
+            raise TableStateError(f"No Delta table at {path}.")
+        configuration = DeltaTable(path).metadata().configuration
+        if SPEC_PROPERTY not in configuration:
+            raise TableStateError(
+                f"The Delta table at {path} is not a wide table (no '{SPEC_PROPERTY}' property)."
+            )
+        table = cls(spark, path, TableSpec.from_json(configuration[SPEC_PROPERTY]))
+        if not DeltaTable.is_deltatable(table.changelog_path):
+            raise TableStateError(f"The changelog of {path} is missing at {table.changelog_path}.")
+        return table
+
+    @property
+    def changelog_path(self) -> str:
+        return self.path.rstrip("/") + CHANGELOG_SUFFIX
+
+    # ----------------------------------------------------------------------------- reading
+    def read(self, version: int | None = None) -> DataFrame:
+        """The merged rows, exactly the table's columns (optionally at a Delta version of the table)."""
+        reader = self.spark.read.format("delta")
+        if version is not None:
+            reader = reader.option("versionAsOf", version)
+        return reader.load(self.path).select(*[quote(c) for c in self.spec.column_names])
+
+    def changelog(self, start_commit: int | None = None, end_commit: int | None = None) -> DataFrame:
+        """`_row_kind`, the table's columns, `_commit`, `_offset` of the commits in [start, end]."""
+        merge = self.spec.merge
+        if merge.dialect == "paimon" and merge.changelog_producer == "none":
+            raise InvalidOptionError(
+                f"Table {self.path} has changelog-producer 'none'; create it with 'changelog-producer' = "
+                "'input', 'lookup' or 'full-compaction' to read a changelog."
+            )
+        origin = CHANGELOG_ORIGIN.get(merge.changelog_producer, "merged")
+        conditions = [f"_origin = '{origin}'"]
+        if start_commit is not None:
+            conditions.append(f"_commit >= {int(start_commit)}")
+        if end_commit is not None:
+            conditions.append(f"_commit <= {int(end_commit)}")
+        columns = ", ".join(quote(c) for c in self.spec.column_names)
+        return self.spark.sql(
+            f"SELECT _row_kind, {columns}, _commit, _offset FROM {{log}} WHERE {' AND '.join(conditions)}",
+            log=self.spark.read.format("delta").load(self.changelog_path),
+        )
+
+    @property
+    def version(self) -> int:
+        """The wide table's current Delta version."""
+        from deltalake import DeltaTable
+
+        return DeltaTable(self.path).version()
+
+    def commits(self) -> list[CommitInfo]:
+        """Every commit's marker, oldest first (read through delta-rs: no Spark job)."""
+        from deltalake import DeltaTable
+
+        log = DeltaTable(self.changelog_path).to_pyarrow_table(
+            columns=["_commit_info"], filters=[("_origin", "=", "commit")]
+        )
+        infos = [CommitInfo.from_json(text) for text in log.column("_commit_info").to_pylist()]
+        return sorted(infos, key=lambda info: info.commit)
+
+    @property
+    def last_commit(self) -> int:
+        """The number of the last committed write (0 before the first)."""
+        commits = self.commits()
+        return commits[-1].commit if commits else 0
+
+    # ----------------------------------------------------------------------------- writing
+    def write(
+        self,
+        changes: DataFrame,
+        target_columns: Sequence[str] | None = None,
+        *,
+        txn: Txn | tuple[str, int] | None = None,
+    ) -> WriteResult:
+        """Merge `changes` into the table and its changelog as one commit; see the module docstring."""
+        txn = Txn(*txn) if txn is not None else None
+        with self._locked():
+            recovered = self._recover()
+            commits = self.commits()
+            if txn is not None:
+                done = [
+                    c
+                    for c in commits
+                    if c.txn and c.txn.app_id == txn.app_id and c.txn.version >= txn.version
+                ]
+                if done:
+                    return self._result(done[-1], skipped=True, recovered=recovered)
+            batch = prepare_batch(self.spark, self.spec, changes, target_columns)
+            base_version = self.version
+            info = CommitInfo(
+                commit=(commits[-1].commit if commits else 0) + 1,
+                base_version=base_version,
+                txn=txn,
+                written_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                input_records=0,
+                target_columns=batch.context.target_columns,
+            )
+            stored = self.spark.read.format("delta").option("versionAsOf", base_version).load(self.path)
+            entries = merge_batch(self.spark, batch, stored)
+            parts = [self._log_rows(entries, info.commit, "merged")]
+            if self.spec.merge.changelog_producer == "input":
+                parts.append(self._log_rows(input_changelog(self.spark, batch), info.commit, "input"))
+            faults.checkpoint("before-changelog-commit")
+            self._append_log(parts, info, batch.frame)
+            faults.checkpoint("after-changelog-commit")
+            self._apply(info.commit)
+            faults.checkpoint("after-table-commit")
+            return self._result(self._commit_info(info.commit), recovered=recovered)
+
+    def recover(self) -> bool:
+        """Finish a commit whose MERGE did not land (after a crash); True if one was applied."""
+        with self._locked():
+            return self._recover()
+
+    def _recover(self) -> bool:
+        commits = self.commits()
+        if not commits or self.version != commits[-1].base_version:
+            return False
+        self._apply(commits[-1].commit)
+        return True
+
+    def _log_rows(self, entries: DataFrame, commit: int, origin: str) -> DataFrame:
+        columns = ", ".join(quote(c) for c in self.spec.column_names)
+        return self.spark.sql(
+            f"SELECT CAST({commit} AS BIGINT) AS _commit, _offset, _row_kind, '{origin}' AS _origin, {columns}, "
+            "CAST(NULL AS STRING) AS _commit_info FROM {entries}",
+            entries=entries,
+        )
+
+    def _append_log(self, parts: list[DataFrame], info: CommitInfo, frame: DataFrame) -> None:
+        """One atomic Delta commit: the entries plus the commit's marker row (input count inside)."""
+        input_records = frame.count()
+        marker_info = CommitInfo(**{**asdict(info), "input_records": input_records, "txn": info.txn})
+        nulls = ", ".join(f"CAST(NULL AS {c.type}) AS {quote(c.name)}" for c in self.spec.columns)
+        marker = self.spark.sql(
+            f"SELECT CAST({info.commit} AS BIGINT) AS _commit, CAST(-1 AS BIGINT) AS _offset, "
+            f"CAST(NULL AS STRING) AS _row_kind, 'commit' AS _origin, {nulls}, "
+            f"{_sql_literal(marker_info.to_json())} AS _commit_info"
+        )
+        rows = marker
+        for part in parts:
+            rows = rows.unionByName(part)
+        try:
+            rows.write.format("delta").mode("append").save(self.changelog_path)
+        except Exception as error:
+            raise (merge_error(error) or error) from error
+
+    def _apply(self, commit: int) -> None:
+        """MERGE the commit's final images, read back from the log, into the wide table (idempotent)."""
+        spec = self.spec
+        images = final_images(self.spark, spec, self._merged_entries(commit))
+        on = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in spec.primary_key)
+        assignments = ", ".join(f"t.{quote(c)} = s.{quote(c)}" for c in spec.value_columns)
+        update = f"WHEN MATCHED THEN UPDATE SET {assignments} " if assignments else ""
+        columns = ", ".join(quote(c) for c in spec.column_names)
+        values = ", ".join(f"s.{quote(c)}" for c in spec.column_names)
+        view = f"wide_assets_apply_{os.getpid()}_{id(self)}_{commit}"
+        images.createOrReplaceTempView(view)
+        try:
+            self.spark.sql(
+                f"MERGE INTO delta.`{self.path}` t USING {view} s ON {on} "
+                f"WHEN MATCHED AND s._row_kind = '-D' THEN DELETE "
+                f"{update}"
+                f"WHEN NOT MATCHED AND s._row_kind <> '-D' THEN INSERT ({columns}) VALUES ({values})"
+            ).collect()
+        finally:
+            self.spark.catalog.dropTempView(view)
+
+    def _commit_info(self, commit: int) -> CommitInfo:
+        for info in self.commits():
+            if info.commit == commit:
+                return info
+        raise TableStateError(f"Commit {commit} is not in the changelog of {self.path}.")
+
+    def _merged_entries(self, commit: int) -> DataFrame:
+        log = self.spark.read.format("delta").load(self.changelog_path)
+        return self.spark.sql(
+            f"SELECT * FROM {{log}} WHERE _commit = {commit} AND _origin = 'merged'", log=log
+        )
+
+    def _result(self, info: CommitInfo, skipped: bool = False, recovered: bool = False) -> WriteResult:
+        from deltalake import DeltaTable
+
+        entries = self._merged_entries(info.commit)
+        return WriteResult(
+            commit=info.commit,
+            version=self.version,
+            changelog_version=DeltaTable(self.changelog_path).version(),
+            input_records=info.input_records,
+            changelog_rows=entries.count(),
+            skipped=skipped,
+            recovered=recovered,
+            **transition_counts(self.spark, self.spec, entries),
+        )
+
+    # ----------------------------------------------------------------------------- helpers
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """One writer per table on this machine; remote stores rely on the orchestrator's pool."""
+        if "://" in self.path and not self.path.startswith("file://"):
+            yield
+            return
+        lock_path = Path(self.path.removeprefix("file://").rstrip("/") + ".lock")
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(lock_path, "a+") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def _arrow_schema(self) -> Any:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        ddl = ", ".join(
+            c.ddl if c.name not in self.spec.primary_key else f"{quote(c.name)} {c.type} NOT NULL"
+            for c in self.spec.columns
+        )
+        schema = self.spark.createDataFrame([], ddl).schema
+        return to_arrow_schema(schema)
+
+    @staticmethod
+    def _arrow_log_schema(schema: Any) -> Any:
+        import pyarrow as pa
+
+        fields = [
+            pa.field("_commit", pa.int64(), nullable=False),
+            pa.field("_offset", pa.int64(), nullable=False),
+            pa.field("_row_kind", pa.string()),
+            pa.field("_origin", pa.string(), nullable=False),
+        ]
+        fields += [field.with_nullable(True) for field in schema]
+        fields.append(pa.field("_commit_info", pa.string()))
+        return pa.schema(fields)
+
+
+def _sql_literal(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+__all__ = ["CommitInfo", "Txn", "WideTable", "WideTableError", "WriteResult"]
