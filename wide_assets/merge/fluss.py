@@ -21,7 +21,10 @@ class FlussEngine(MergeEngine):
         inserted_values = {
             ctx.aliases[c]: ctx.ref("r", c) if ctx.written(c) else ctx.null(c) for c in ctx.values
         }
-        insert_kind = "+U" if self.wal_insert_as_update and not ctx.is_partial_write else "+I"
+        wal_update = (
+            ctx.merge.changelog_image == "WAL" and self.wal_insert_as_update and not ctx.is_partial_write
+        )
+        insert_kind = "+U" if wal_update else "+I"
         inserted = emit(ctx, {"e": "true", **inserted_values}, [(insert_kind, NEW)])
         return (
             f"CASE WHEN r._stored THEN {loaded} WHEN {ADD} AND NOT s.e THEN {inserted} "

@@ -58,6 +58,14 @@ class Aggregator:
         return None
 
 
+REGEX_META = set("\\.^$|?*+()[]{}")
+
+
+def literal_regex(text: str) -> str:
+    """A regex matching `text` literally, valid in Java's (Spark) and Rust's (Sail) regex syntax."""
+    return "".join("\\" + ch if ch in REGEX_META else ch for ch in text)
+
+
 def ignoring_nulls(x: Operands, combined: str) -> str:
     return f"(CASE WHEN {x.acc} IS NULL THEN {x.inp} WHEN {x.inp} IS NULL THEN {x.acc} ELSE {combined} END)"
 
@@ -196,8 +204,7 @@ class ListAgg(Aggregator):
         if not x.function.distinct:
             appended = f"concat({x.acc}, {delimiter}, {x.inp})"
         else:
-            # split() takes a regex; \Q..\E makes the delimiter literal.
-            pattern = sql_string("\\Q" + x.function.delimiter + "\\E")
+            pattern = sql_string(literal_regex(x.function.delimiter))
             existing = f"split({x.acc}, {pattern})"
             new_tokens = (
                 f"array_distinct(filter(split({x.inp}, {pattern}), "
