@@ -108,7 +108,7 @@ def write_frame(spark: Any, case: dict[str, Any], write: Write) -> Any:
     names = list(write.target_columns) if write.target_columns else [c.name for c in table_columns]
     by_name = {c.name: c for c in table_columns}
     rows = [
-        tuple(to_python(record["row"].get(n), by_name[n]) for n in names) + (record["kind"], index)
+        (*(to_python(record["row"].get(n), by_name[n]) for n in names), record["kind"], index)
         for index, record in write.records
     ]
     ddl = ", ".join(f"`{n}` {by_name[n].type}" for n in names) + ", _row_kind string, _offset bigint"

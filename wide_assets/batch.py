@@ -223,6 +223,24 @@ def transition_counts(spark: SparkSession, spec: TableSpec, entries: DataFrame) 
     return {name: int(row[name]) for name in ("inserted", "updated", "unchanged", "deleted")}
 
 
+def without_ignored_updates(spark: SparkSession, spec: TableSpec, entries: DataFrame) -> DataFrame:
+    """Drop -U/+U pairs equal but for `changelog-producer.row-deduplicate-ignore-fields`."""
+    ignored = set(spec.merge.row_deduplicate_ignore_fields)
+    compared = [c for c in spec.value_columns if c not in ignored]
+    image = "named_struct(" + ", ".join(f"'{c}', {quote(c)}" for c in compared) + ")" if compared else "true"
+    window = "PARTITION BY _commit, " + ", ".join(quote(k) for k in spec.primary_key)
+    pair = (
+        f"max(CASE WHEN _row_kind = '-U' THEN {image} END) OVER ({window}) <=> "
+        f"max(CASE WHEN _row_kind = '+U' THEN {image} END) OVER ({window})"
+    )
+    columns = ", ".join(quote(c) for c in entries.columns)
+    return spark.sql(
+        f"SELECT {columns} FROM (SELECT *, _row_kind IN ('-U', '+U') AND {pair} AS _ignored FROM {{entries}}) "
+        "WHERE NOT _ignored",
+        entries=entries,
+    )
+
+
 def apply_images(spark: SparkSession, spec: TableSpec, stored: DataFrame, images: DataFrame) -> DataFrame:
     """The stored rows with `images` applied: the in-memory equivalent of the Delta MERGE."""
     keys = " AND ".join(f"s.{quote(k)} = i.{quote(k)}" for k in spec.primary_key)

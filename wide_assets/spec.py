@@ -40,6 +40,9 @@ NEUTRAL_OPTIONS = frozenset(
         "compaction.min.file-num",
         "file.format",
         "deletion-vectors.enabled",
+        "table.datalake.enabled",
+        "table.datalake.freshness",
+        "table.auto-increment.cache-size",
     }
 )
 PAIMON_ONLY_PREFIXES = (
@@ -504,8 +507,11 @@ def _validate_paimon(spec: TableSpec, merge: MergeOptions) -> None:
         raise InvalidOptionError(
             "Sequence groups ('fields.<f>.sequence-group') are only supported by the partial-update merge engine."
         )
-    if merge.changelog_producer == "full-compaction" and merge.full_compaction_delta_commits < 1:
-        raise InvalidOptionError("full-compaction.delta-commits must be at least 1.")
+    if merge.changelog_producer == "full-compaction" and merge.full_compaction_delta_commits != 1:
+        raise InvalidOptionError(
+            "full-compaction.delta-commits other than 1 is not supported yet: the full-compaction changelog "
+            "is produced at every commit."
+        )
     if merge.engine == "first-row" and merge.changelog_producer not in ("none", "lookup"):
         raise InvalidOptionError(
             "Only support 'none' and 'lookup' changelog-producer on FIRST_MERGE merge engine"

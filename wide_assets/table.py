@@ -38,6 +38,7 @@ from wide_assets.batch import (
     merge_error,
     prepare_batch,
     transition_counts,
+    without_ignored_updates,
 )
 from wide_assets.errors import InvalidOptionError, TableStateError, WideTableError
 from wide_assets.merge.plan import quote
@@ -199,10 +200,13 @@ class WideTable:
         if end_commit is not None:
             conditions.append(f"_commit <= {int(end_commit)}")
         columns = ", ".join(quote(c) for c in self.spec.column_names)
-        return self.spark.sql(
+        entries = self.spark.sql(
             f"SELECT _row_kind, {columns}, _commit, _offset FROM {{log}} WHERE {' AND '.join(conditions)}",
             log=self.spark.read.format("delta").load(self.changelog_path),
         )
+        if merge.row_deduplicate and merge.row_deduplicate_ignore_fields and origin == "merged":
+            entries = without_ignored_updates(self.spark, self.spec, entries)
+        return entries
 
     @property
     def version(self) -> int:

@@ -9,6 +9,8 @@ enough to apply (and re-apply) a commit.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from wide_assets.merge.context import MergeContext, fail
 from wide_assets.merge.engine import MergeEngine
 from wide_assets.merge.registry import engine_for
@@ -69,7 +71,11 @@ def merge_query(ctx: MergeContext) -> str:
         "named_struct(" + ", ".join(f"'{ctx.aliases[c]}', {ctx.aliases[c]}" for c in ctx.values) + ")"
     )
     key_list = ", ".join(keys)
-    fold = f"aggregate(recs, {ctx.initial_state()}, (s, r) -> {engine.step(ctx)})"
+    step = engine.step(ctx)
+    if ctx.target_columns is not None and not engine.per_record:
+        # The stored row is a full row: only the batch's records are limited to the target columns.
+        step = f"CASE WHEN r._stored THEN {engine.step(replace(ctx, target_columns=None))} ELSE {step} END"
+    fold = f"aggregate(recs, {ctx.initial_state()}, (s, r) -> {step})"
     guard = engine.guard(ctx)
     if guard is not None:
         condition, message = guard
@@ -112,10 +118,11 @@ def _transitions(ctx: MergeContext, engine: MergeEngine) -> str:
     after = "named_struct(" + ", ".join(f"'{a}', st.{a}" for a in (ctx.aliases[c] for c in ctx.values)) + ")"
     entry_type = f"struct<k:string, a:bigint, i:int, v:{ctx.row_type}>"
     merge = ctx.merge
+    # Rows touched but unchanged are kept only where the changelog shows them (C4). Deduplication
+    # that ignores some fields happens when the changelog is read: a change confined to those
+    # fields must still reach the table.
     keep_unchanged = merge.changelog_producer in PRODUCERS_WITH_UNCHANGED_ROWS and not merge.row_deduplicate
-    ignored = set(merge.row_deduplicate_ignore_fields) if merge.row_deduplicate else set()
-    compared = [ctx.aliases[c] for c in ctx.values if c not in ignored]
-    unchanged = " AND ".join(f"before.{a} <=> st.{a}" for a in compared) or "true"
+    unchanged = " AND ".join(f"before.{ctx.aliases[c]} <=> st.{ctx.aliases[c]}" for c in ctx.values) or "true"
 
     def entry(kind: str, index: int, row: str) -> str:
         return f"named_struct('k', '{kind}', 'a', _first, 'i', {index}, 'v', {row})"

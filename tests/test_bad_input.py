@@ -1,0 +1,216 @@
+"""Bad definitions fail at `create`; bad changes fail before anything is committed, naming the problem."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from wide_assets import WideTable
+from wide_assets.errors import InvalidInputError, InvalidOptionError, MergeError
+
+COLUMNS = [("k", "int"), ("a", "int"), ("b", "string"), ("seq", "int")]
+
+
+def state(table: WideTable) -> tuple[int, int, list[Any]]:
+    return table.version, table.last_commit, sorted(tuple(r) for r in table.read().collect())
+
+
+@pytest.fixture
+def seeded(spark: Any, tmp_path: Path) -> WideTable:
+    table = WideTable.create(spark, tmp_path / "t", COLUMNS, ["k"], {"merge-engine": "partial-update"})
+    table.write(spark.createDataFrame([(1, 10, "x", 1)], "k int, a int, b string, seq int"))
+    return table
+
+
+BAD_CHANGES = [
+    ("NULL primary key k", "k int, a int", [(None, 1)], None),
+    ("unknown _row_kind", "k int, a int, _row_kind string", [(2, 1, "+X")], None),
+    ("not columns of the table", "k int, a int, zzz string", [(2, 1, "?")], None),
+    ("cannot be cast to int in column a", "k int, a string", [(2, "twelve")], None),
+    ("must contain every primary key column", "a int", [(1,)], None),
+    ("must contain the primary key columns", "k int, a int", [(2, 1)], ["a"]),
+    ("Target columns ['b'] are missing", "k int, a int", [(2, 1)], ["k", "b"]),
+    ("duplicate _offset", "k int, a int, _offset bigint", [(2, 1, 7), (3, 1, 7)], None),
+    ("NULL _offset", "k int, a int, _offset bigint", [(2, 1, None)], None),
+    ("do not fit the table's column types", "k int, a array<int>", [(2, [1])], None),
+]
+
+
+@pytest.mark.parametrize(("message", "ddl", "rows", "targets"), BAD_CHANGES, ids=[c[0] for c in BAD_CHANGES])
+def test_bad_changes_are_rejected_before_commit(
+    spark: Any, seeded: WideTable, message: str, ddl: str, rows: list[Any], targets: list[str] | None
+) -> None:
+    before = state(seeded)
+    changelog_version = seeded.commits()
+    with pytest.raises(InvalidInputError, match=None) as raised:
+        seeded.write(spark.createDataFrame(rows, ddl), target_columns=targets)
+    assert message in str(raised.value)
+    assert state(seeded) == before
+    assert seeded.commits() == changelog_version
+
+
+def test_error_reports_counts_and_examples(spark: Any, seeded: WideTable) -> None:
+    rows = [(2, "1"), (3, "x"), (None, "y")]
+    with pytest.raises(InvalidInputError) as raised:
+        seeded.write(spark.createDataFrame(rows, "k int, a string"))
+    text = str(raised.value)
+    assert "1 record(s) with NULL primary key k" in text
+    assert "2 record(s) with value that cannot be cast to int in column a (e.g. ['x', 'y'])" in text
+
+
+MERGE_FAILURES = [
+    (
+        {"merge-engine": "partial-update"},
+        [(1, 5, "y", 2, "-D")],
+        "By default, Partial update can not accept delete records",
+    ),
+    (
+        {"merge-engine": "aggregation", "fields.a.aggregate-function": "sum"},
+        [(1, 2147483647, "y", 2, "+I")],
+        "add overflow in column a (int)",
+    ),
+    (
+        {"merge-engine": "aggregation", "fields.a.aggregate-function": "max"},
+        [(1, 3, "y", 2, "-U")],
+        "Aggregate function 'max' does not support retraction",
+    ),
+    (
+        {"merge-engine": "first-row"},
+        [(1, 3, "y", 2, "-D")],
+        "First row merge engine can not accept DELETE/UPDATE_BEFORE records",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("options", "rows", "message"), MERGE_FAILURES, ids=[m[2][:40] for m in MERGE_FAILURES]
+)
+def test_unmergeable_records_fail_without_commit(
+    spark: Any, tmp_path: Path, options: dict[str, str], rows: list[Any], message: str
+) -> None:
+    table = WideTable.create(spark, tmp_path / "t", COLUMNS, ["k"], options)
+    table.write(spark.createDataFrame([(1, 10, "x", 1)], "k int, a int, b string, seq int"))
+    before = state(table)
+    with pytest.raises(MergeError) as raised:
+        table.write(spark.createDataFrame(rows, "k int, a int, b string, seq int, _row_kind string"))
+    assert message in str(raised.value)
+    assert state(table) == before
+
+
+def test_fluss_disabled_deletes_and_rejected_partial_writes(spark: Any, tmp_path: Path) -> None:
+    disabled = WideTable.create(spark, tmp_path / "d", COLUMNS, ["k"], {"table.delete.behavior": "disable"})
+    with pytest.raises(InvalidInputError, match="Delete operations are disabled for this table"):
+        disabled.write(spark.createDataFrame([(1, "-D")], "k int, _row_kind string"), target_columns=None)
+    first_row = WideTable.create(spark, tmp_path / "f", COLUMNS, ["k"], {"table.merge-engine": "first_row"})
+    with pytest.raises(
+        InvalidInputError, match="Partial update is not supported for the first_row merge engine"
+    ):
+        first_row.write(spark.createDataFrame([(1, 2)], "k int, a int"))
+    assert disabled.last_commit == first_row.last_commit == 0
+
+
+BAD_DEFINITIONS = [
+    ({"merge-engine": "partial-update", "table.delete.behavior": "allow"}, "Options mix the Paimon dialect"),
+    ({"merge-engine": "partial_update"}, "Unknown merge-engine 'partial_update'"),
+    (
+        {"merge-engine": "partial-update", "fields.zz.sequence-group": "a"},
+        "The sequence field group: zz can not be found",
+    ),
+    (
+        {"merge-engine": "partial-update", "fields.seq.sequence-group": "a,nope"},
+        "Field nope can not be found",
+    ),
+    (
+        {"merge-engine": "partial-update", "fields.seq.sequence-group": "a", "fields.b.sequence-group": "a"},
+        "is defined repeatedly by multiple groups",
+    ),
+    ({"merge-engine": "partial-update", "fields.seq.sequence-group": "k"}, "contains primary key field k"),
+    (
+        {"merge-engine": "partial-update", "fields.a.aggregate-function": "sum"},
+        "Must use sequence group for aggregation functions but not found for field a",
+    ),
+    (
+        {
+            "merge-engine": "partial-update",
+            "ignore-delete": "true",
+            "partial-update.remove-record-on-delete": "true",
+        },
+        "conflicting behavior",
+    ),
+    (
+        {
+            "merge-engine": "partial-update",
+            "fields.seq.sequence-group": "a",
+            "partial-update.remove-record-on-delete": "true",
+        },
+        "may not be enabled at the same time",
+    ),
+    (
+        {
+            "merge-engine": "partial-update",
+            "fields.seq.sequence-group": "a",
+            "partial-update.remove-record-on-sequence-group": "a",
+        },
+        "must be part of sequence groups",
+    ),
+    ({"sequence.field": "nope"}, "Sequence field: 'nope' can not be found in table schema."),
+    (
+        {"merge-engine": "first-row", "sequence.field": "seq"},
+        "Do not support use sequence field on FIRST_MERGE",
+    ),
+    (
+        {"merge-engine": "aggregation", "fields.b.aggregate-function": "sum"},
+        "does not support column b of type string",
+    ),
+    (
+        {"merge-engine": "aggregation", "fields.a.aggregate-function": "median"},
+        "Unknown aggregate function 'median'",
+    ),
+    ({"changelog-producer": "lookups"}, "Unknown changelog-producer 'lookups'"),
+    ({"ignore-delete": "yes"}, "must be 'true' or 'false'"),
+    ({"table.merge-engine": "first_row", "table.delete.behavior": "allow"}, "DELETE is not supported"),
+    ({"table.merge-engine": "versioned"}, "must be set for the versioned merge engine"),
+    (
+        {"table.merge-engine": "versioned", "table.merge-engine.versioned.ver-column": "b"},
+        "must be INT, BIGINT",
+    ),
+    ({"fields.a.agg": "sum"}, "belong to the Fluss dialect"),
+    ({"table.merge-engine": "aggregation", "fields.a.agg": "avg"}, "Unknown aggregation function 'avg'"),
+]
+
+
+@pytest.mark.parametrize(("options", "message"), BAD_DEFINITIONS, ids=[d[1][:40] for d in BAD_DEFINITIONS])
+def test_bad_definitions_fail_at_create_and_leave_nothing(
+    spark: Any, tmp_path: Path, options: dict[str, str], message: str
+) -> None:
+    with pytest.raises(InvalidOptionError) as raised:
+        WideTable.create(spark, tmp_path / "t", COLUMNS, ["k"], options)
+    assert message in str(raised.value)
+    assert not (tmp_path / "t").exists()
+    assert not (tmp_path / "t_changelog").exists()
+
+
+@pytest.mark.parametrize(
+    ("columns", "key", "message"),
+    [
+        ([("k", "int"), ("k", "int")], ["k"], "defined more than once"),
+        ([("k", "int")], [], "needs a primary key"),
+        ([("k", "int")], ["id"], "Primary key columns ['id'] can not be found"),
+        ([("k", "int"), ("_offset", "int")], ["k"], "reserved for changelog metadata"),
+    ],
+)
+def test_bad_columns_fail_at_create(
+    spark: Any, tmp_path: Path, columns: list[tuple[str, str]], key: list[str], message: str
+) -> None:
+    with pytest.raises(InvalidOptionError, match=None) as raised:
+        WideTable.create(spark, tmp_path / "t", columns, key)
+    assert message in str(raised.value)
+
+
+def test_create_with_a_different_definition_is_refused(spark: Any, tmp_path: Path) -> None:
+    WideTable.create(spark, tmp_path / "t", COLUMNS, ["k"], {"merge-engine": "partial-update"})
+    assert WideTable.create(spark, tmp_path / "t", COLUMNS, ["k"], {"merge-engine": "partial-update"}).spec
+    with pytest.raises(InvalidOptionError, match="different definition"):
+        WideTable.create(spark, tmp_path / "t", COLUMNS, ["k"], {"merge-engine": "deduplicate"})

@@ -1,0 +1,223 @@
+"""Landed CSV files -> a source's append-only Delta CDC table, each file exactly once.
+
+The CDC table holds the source's columns (cast to their declared types) plus `_row_kind`, `_offset`
+(arrival order, strictly increasing across appends), `_source_file`, `_source_line` and
+`_source_hash`. A file is identified by its name under the landing zone and its SHA-256: a file seen
+before is skipped, a changed file is ingested again. All new files of a run land in one Delta commit,
+so a failed or interrupted run appends nothing and the next run retries the same files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import reduce
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from wide_assets.errors import InvalidInputError
+from wide_assets.pipelines.specs import ROW_KINDS, SourceSpec
+from wide_assets.pipelines.sql import ident, string
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = [
+    "CDC_COLUMNS",
+    "BadSourceRecords",
+    "IngestResult",
+    "LandedFile",
+    "cdc_columns",
+    "ingest",
+    "landed_files",
+]
+
+CDC_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("_row_kind", "string"),
+    ("_offset", "bigint"),
+    ("_source_file", "string"),
+    ("_source_line", "bigint"),
+    ("_source_hash", "string"),
+)
+MAX_EXAMPLES = 20
+_HASH_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class LandedFile:
+    """A file in the landing zone: its name relative to the zone (its identity) and content hash."""
+
+    name: str
+    path: Path
+    sha256: str
+
+
+def landed_files(root: str | Path, patterns: Iterable[str]) -> list[LandedFile]:
+    """The files under `root` matching any of the glob `patterns`, sorted by name, hashed."""
+    root = Path(root)
+    paths = sorted({p for pattern in patterns for p in root.glob(pattern) if p.is_file()})
+    return [LandedFile(p.relative_to(root).as_posix(), p, _sha256(p)) for p in paths]
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(_HASH_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class BadRecord:
+    file: str
+    line: int
+    problems: str
+
+
+class BadSourceRecords(InvalidInputError):
+    """Landed records that cannot be ingested (bad value, NULL key, unknown row kind); nothing was appended."""
+
+    def __init__(self, source: str, count: int, examples: Sequence[BadRecord]) -> None:
+        self.source = source
+        self.count = count
+        self.examples = tuple(examples)
+        listed = "; ".join(f"{e.file} line {e.line}: {e.problems}" for e in self.examples)
+        more = f" (first {len(self.examples)} shown)" if count > len(self.examples) else ""
+        super().__init__(f"Source {source}: {count} bad record(s), nothing was ingested{more}: {listed}.")
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    """The state of a source's CDC table after an ingest run."""
+
+    path: str
+    version: int
+    appended: int
+    ingested: tuple[str, ...]
+    skipped: tuple[str, ...]
+    total_rows: int
+    max_offset: int
+    latest_op_time: str | None
+
+
+def cdc_columns(source: SourceSpec) -> tuple[tuple[str, str], ...]:
+    """The CDC table's columns: the source's own, then the change-data bookkeeping columns."""
+    return (*source.columns, *CDC_COLUMNS)
+
+
+def ingest(spark: SparkSession, source: SourceSpec, files: Sequence[LandedFile], path: str) -> IngestResult:
+    """Append the records of `files` not ingested before to the CDC table at `path`; see the module doc."""
+    from deltalake import DeltaTable
+
+    exists = DeltaTable.is_deltatable(path)
+    seen, base_offset = _ingested(spark, path) if exists else (set(), 0)
+    new = [f for f in files if (f.name, f.sha256) not in seen]
+    skipped = tuple(f.name for f in files if (f.name, f.sha256) in seen)
+    appended = 0
+    if new:
+        records = reduce(
+            lambda a, b: a.unionByName(b), (_read(spark, source, f, i) for i, f in enumerate(new))
+        )
+        _reject_bad_records(spark, source, records)
+        rows = _with_offsets(spark, source, records, base_offset)
+        appended = rows.count()
+        rows.write.format("delta").mode("append").save(path)
+    elif not exists:
+        # An empty table lets the wide table read every source before the first file lands.
+        ddl = ", ".join(f"{ident(name)} {type_}" for name, type_ in cdc_columns(source))
+        spark.createDataFrame([], ddl).write.format("delta").mode("append").save(path)
+    op_time = f"CAST(max({ident(source.op_time)}) AS STRING)" if source.op_time else "CAST(NULL AS STRING)"
+    stats = spark.sql(
+        f"SELECT count(*) AS n, coalesce(max(_offset), 0) AS max_offset, {op_time} AS op_time FROM {{t}}",
+        t=spark.read.format("delta").load(path),
+    ).collect()[0]
+    return IngestResult(
+        path=path,
+        version=DeltaTable(path).version(),
+        appended=appended,
+        ingested=tuple(f.name for f in new),
+        skipped=skipped,
+        total_rows=int(stats.n),
+        max_offset=int(stats.max_offset),
+        latest_op_time=stats.op_time,
+    )
+
+
+def _ingested(spark: SparkSession, path: str) -> tuple[set[tuple[str, str]], int]:
+    """The (file, hash) pairs already in the table and its largest `_offset` (0 when empty)."""
+    rows = spark.sql(
+        "SELECT _source_file, _source_hash, max(_offset) AS max_offset FROM {t} "
+        "GROUP BY _source_file, _source_hash",
+        t=spark.read.format("delta").load(path),
+    ).collect()
+    return {(r._source_file, r._source_hash) for r in rows}, max((int(r.max_offset) for r in rows), default=0)
+
+
+def _read(spark: SparkSession, source: SourceSpec, landed: LandedFile, index: int) -> DataFrame:
+    """One file's records as raw strings plus their typed values and a `_problems` text per record."""
+    # FAILFAST: classic Spark would otherwise pad short rows with NULLs and cut long ones silently.
+    raw = spark.read.option("header", True).option("mode", "FAILFAST").csv(str(landed.path))
+    header = list(raw.columns)
+    missing = [c for c in source.column_names if c not in header]
+    unexpected = [c for c in header if c not in source.column_names and c != "_row_kind"]
+    if missing or unexpected:
+        raise InvalidInputError(
+            f"Source {source.name}: file {landed.name} has header {header}; missing columns {missing}, "
+            f"unexpected columns {unexpected} (expected {list(source.column_names)} and optionally _row_kind)."
+        )
+    kind = "_row_kind" if "_row_kind" in header else "'+I'"
+    checks = [
+        f"CASE WHEN {ident(k)} IS NULL THEN 'column {k}: NULL primary key' END" for k in source.primary_key
+    ]
+    for name, type_ in source.columns:
+        if type_.lower() != "string":
+            checks.append(
+                f"CASE WHEN {ident(name)} IS NOT NULL AND try_cast({ident(name)} AS {type_}) IS NULL "
+                f"THEN concat('column {name}: \"', {ident(name)}, '\" is not a valid {type_}') END"
+            )
+    kinds = ", ".join(f"'{k}'" for k in ROW_KINDS)
+    checks.append(
+        f"CASE WHEN {kind} IS NULL OR {kind} NOT IN ({kinds}) "
+        f"THEN concat('column _row_kind: \"', coalesce({kind}, 'NULL'), '\" is not one of {', '.join(ROW_KINDS)}') END"
+    )
+    typed = ", ".join(
+        ident(n) if t.lower() == "string" else f"try_cast({ident(n)} AS {t}) AS {ident(n)}"
+        for n, t in source.columns
+    )
+    # Spark numbers a single file's records in file order; the header is line 1. This assumes one
+    # record per line, which CSV files without quoted line breaks satisfy.
+    return spark.sql(
+        f"SELECT {typed}, {kind} AS _row_kind, {string(landed.name)} AS _source_file, "
+        f"{string(landed.sha256)} AS _source_hash, CAST({index} AS INT) AS _file_index, "
+        "CAST(row_number() OVER (ORDER BY monotonically_increasing_id()) + 1 AS BIGINT) AS _source_line, "
+        f"concat_ws('; ', {', '.join(checks)}) AS _problems FROM {{raw}}",
+        raw=raw,
+    )
+
+
+def _reject_bad_records(spark: SparkSession, source: SourceSpec, records: DataFrame) -> None:
+    bad = records.where("_problems <> ''")
+    count = bad.count()
+    if count:
+        examples = spark.sql(
+            "SELECT _source_file, _source_line, _problems FROM {bad} "
+            f"ORDER BY _file_index, _source_line LIMIT {MAX_EXAMPLES}",
+            bad=bad,
+        ).collect()
+        raise BadSourceRecords(
+            source.name,
+            count,
+            [BadRecord(r._source_file, int(r._source_line), r._problems) for r in examples],
+        )
+
+
+def _with_offsets(spark: SparkSession, source: SourceSpec, records: DataFrame, base_offset: int) -> DataFrame:
+    """The CDC rows to append: arrival order continues after the table's largest `_offset`."""
+    columns = ", ".join(ident(n) for n in source.column_names)
+    return spark.sql(
+        f"SELECT {columns}, _row_kind, "
+        f"CAST({base_offset} + row_number() OVER (ORDER BY _file_index, _source_line) AS BIGINT) AS _offset, "
+        "_source_file, _source_line, _source_hash FROM {records}",
+        records=records,
+    )

@@ -1,0 +1,136 @@
+"""Declarative specs of a wide table and the sources that feed it; pure Python, validated on construction.
+
+A spec is all a factory needs to build the Dagster assets, checks and job of one wide table, so a new
+wide table is a new spec, not new code. Validation happens here, at definition load, so a typo in a
+column mapping fails `dagster definitions validate` instead of a run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+__all__ = ["ROW_KINDS", "SourceSpec", "WideTableSpec"]
+
+ROW_KINDS = ("+I", "-U", "+U", "-D")
+# Names end up in asset keys, lake paths and unquoted SQL text, so they are plain identifiers.
+_IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+
+
+def _check_identifier(kind: str, name: str) -> None:
+    if not _IDENTIFIER.fullmatch(name):
+        raise ValueError(f"{kind} {name!r} must be a letter followed by letters, digits or '_'.")
+
+
+def _check_columns(owner: str, columns: tuple[tuple[str, str], ...], primary_key: tuple[str, ...]) -> None:
+    names = [name for name, _ in columns]
+    for name in names:
+        _check_identifier(f"column of {owner}", name)
+    duplicated = sorted({n for n in names if names.count(n) > 1})
+    if duplicated:
+        raise ValueError(f"{owner}: columns {duplicated} are declared more than once.")
+    if not primary_key:
+        raise ValueError(f"{owner}: a primary key is required.")
+    missing = [k for k in primary_key if k not in names]
+    if missing:
+        raise ValueError(f"{owner}: primary key columns {missing} are not among its columns {names}.")
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """A CDC source: CSV files in the landing zone whose rows update some columns of a wide table.
+
+    `files` are glob patterns relative to the landing zone; a file may carry a `_row_kind` column
+    (+I, -U, +U, -D; default +I). `feeds` maps source value columns to the wide-table columns they
+    write; the source's primary key maps to the wide table's primary key by position, as in Flink's
+    `INSERT INTO wide (user_id, item_id, rec_score) SELECT user_id, item_id, rec_score FROM source`.
+    """
+
+    name: str
+    description: str
+    files: tuple[str, ...]
+    columns: tuple[tuple[str, str], ...]
+    primary_key: tuple[str, ...]
+    feeds: Mapping[str, str]
+    op_time: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_identifier("source name", self.name)
+        object.__setattr__(self, "feeds", MappingProxyType(dict(self.feeds)))
+        _check_columns(f"source {self.name}", self.columns, self.primary_key)
+        if not self.files:
+            raise ValueError(f"source {self.name}: at least one file pattern is required.")
+        if not self.description.strip() or "\n" in self.description.strip():
+            raise ValueError(f"source {self.name}: the description must be one non-empty line.")
+        unknown = [c for c in self.feeds if c not in self.column_names]
+        if unknown:
+            raise ValueError(f"source {self.name}: fed columns {unknown} are not among its columns.")
+        keys = [c for c in self.feeds if c in self.primary_key]
+        if keys:
+            raise ValueError(f"source {self.name}: key columns {keys} map by position, not through feeds.")
+        if not self.feeds:
+            raise ValueError(f"source {self.name}: it must feed at least one wide-table column.")
+        if len(set(self.feeds.values())) != len(self.feeds):
+            raise ValueError(f"source {self.name}: two of its columns feed the same wide column.")
+        if self.op_time is not None and self.op_time not in self.column_names:
+            raise ValueError(f"source {self.name}: op-time column {self.op_time!r} is not among its columns.")
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.columns)
+
+
+@dataclass(frozen=True)
+class WideTableSpec:
+    """A wide table (Paimon/Fluss options) and its sources, applied in the listed order on every run."""
+
+    name: str
+    description: str
+    group: str
+    columns: tuple[tuple[str, str], ...]
+    primary_key: tuple[str, ...]
+    sources: tuple[SourceSpec, ...]
+    options: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _check_identifier("table name", self.name)
+        _check_identifier("group", self.group)
+        object.__setattr__(self, "options", MappingProxyType(dict(self.options)))
+        _check_columns(f"table {self.name}", self.columns, self.primary_key)
+        if not self.description.strip() or "\n" in self.description.strip():
+            raise ValueError(f"table {self.name}: the description must be one non-empty line.")
+        if not self.sources:
+            raise ValueError(f"table {self.name}: at least one source is required.")
+        names = [s.name for s in self.sources]
+        if self.name in names or len(set(names)) != len(names):
+            raise ValueError(f"table {self.name}: source names {names} must be unique and differ from it.")
+        for source in self.sources:
+            if len(source.primary_key) != len(self.primary_key):
+                raise ValueError(
+                    f"source {source.name}: its primary key {list(source.primary_key)} must map one to one "
+                    f"onto the table's primary key {list(self.primary_key)}."
+                )
+            targets = [c for c in source.feeds.values() if c not in self.value_columns]
+            if targets:
+                raise ValueError(
+                    f"source {source.name}: it feeds {targets}, which are not value columns of "
+                    f"{self.name} {list(self.value_columns)}."
+                )
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.columns)
+
+    @property
+    def value_columns(self) -> tuple[str, ...]:
+        return tuple(c for c in self.column_names if c not in self.primary_key)
+
+    def column_map(self, source: SourceSpec) -> dict[str, str]:
+        """Source column -> wide column for everything `source` writes: its key first, then its feeds."""
+        return {**dict(zip(source.primary_key, self.primary_key, strict=True)), **source.feeds}
+
+    def fed_by(self, column: str) -> list[SourceSpec]:
+        """The sources that write `column` (every source writes the primary key)."""
+        return [s for s in self.sources if column in self.column_map(s).values()]
