@@ -34,6 +34,9 @@ $(DAGSTER_HOME)/dagster.yaml:
 	  '  sqlite:' \
 	  '    base_dir:' \
 	  '      env: DAGSTER_HOME' \
+	  'concurrency:' \
+	  '  pools:' \
+	  '    default_limit: 1' \
 	  'telemetry:' \
 	  '  enabled: false' > $@
 

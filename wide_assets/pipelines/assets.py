@@ -1,16 +1,22 @@
 """Factories: a `WideTableSpec` -> its source assets, wide-table asset, blocking key check and job.
 
 Nothing here touches Spark or the lake when definitions load; sessions and tables are opened inside
-the asset and check bodies, through the `spark` and `lake` resources. No `from __future__ import
-annotations` here: Dagster inspects the asset functions' annotations as real types.
+the asset and check bodies, through the `spark` and `lake` resources. Each asset runs in the
+concurrency pool named after its lake table: the exactly-once bookkeeping (files ingested, offsets
+applied) is read before it is written, so two runs must not write one table at once; an instance
+enforces that with a pool limit of 1 (`concurrency: pools: default_limit: 1` in dagster.yaml).
+
+No `from __future__ import annotations` here: Dagster inspects the asset functions' annotations.
 """
 
+from dataclasses import astuple
 from typing import TYPE_CHECKING, Any, Protocol
 
 import dagster as dg
 
 from wide_assets.pipelines.ingest import BadSourceRecords, cdc_columns, ingest
 from wide_assets.pipelines.landing import LandingZone
+from wide_assets.pipelines.markdown import markdown_table
 from wide_assets.pipelines.specs import SourceSpec, WideTableSpec
 from wide_assets.pipelines.wide import apply_sources, changelog_preview, key_report, open_wide_table
 
@@ -101,6 +107,7 @@ def source_asset(spec: WideTableSpec, source: SourceSpec) -> dg.AssetsDefinition
         group_name=spec.group,
         description=source.description,
         kinds={"spark", "delta", "csv"},
+        pool=lake_name(key),
         metadata={"dagster/column_schema": _source_schema(source), "files": list(source.files)},
     )
     def _source(
@@ -119,8 +126,7 @@ def source_asset(spec: WideTableSpec, source: SourceSpec) -> dg.AssetsDefinition
                 metadata={
                     "bad_records": error.count,
                     "examples": dg.MetadataValue.md(
-                        "| file | line | problems |\n|---|---|---|\n"
-                        + "\n".join(f"| {e.file} | {e.line} | {e.problems} |" for e in error.examples)
+                        markdown_table(["file", "line", "problems"], [astuple(e) for e in error.examples])
                     ),
                 },
             ) from error
@@ -156,6 +162,7 @@ def wide_table_asset(spec: WideTableSpec) -> dg.AssetsDefinition:
         description=spec.description,
         deps=[asset_key(spec, s.name) for s in spec.sources],
         kinds={"spark", "delta"},
+        pool=lake_name(key),
         metadata={"dagster/column_schema": schema, "options": dict(spec.options)},
     )
     def _wide(

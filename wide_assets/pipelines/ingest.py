@@ -122,8 +122,10 @@ def ingest(spark: SparkSession, source: SourceSpec, files: Sequence[LandedFile],
         _reject_bad_records(spark, source, records)
         rows = _with_offsets(spark, source, records, base_offset)
         appended = rows.count()
-        rows.write.format("delta").mode("append").save(path)
-    elif not exists:
+        # Header-only files add nothing; classic Delta Spark would still commit an empty version.
+        if appended:
+            rows.write.format("delta").mode("append").save(path)
+    if not DeltaTable.is_deltatable(path):
         # An empty table lets the wide table read every source before the first file lands.
         ddl = ", ".join(f"{ident(name)} {type_}" for name, type_ in cdc_columns(source))
         spark.createDataFrame([], ddl).write.format("delta").mode("append").save(path)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from wide_assets.errors import TableStateError
+from wide_assets.pipelines.markdown import markdown_table
 from wide_assets.pipelines.specs import WideTableSpec
 from wide_assets.pipelines.sql import ident
 
@@ -94,7 +95,8 @@ def apply_sources(
             rows=rows,
         )
         result = table.write(changes, target_columns=list(mapping.values()), txn=(source.name, int(upto)))
-        applied.append(SourceApplied(source.name, last, int(upto), result))
+        # Skipped: a concurrent run committed this range first, so this run made no commit.
+        applied.append(SourceApplied(source.name, last, int(upto), None if result.skipped else result))
     return applied
 
 
@@ -109,20 +111,13 @@ def changelog_preview(spark: SparkSession, table: WideTable, start_commit: int) 
     columns = ["_commit", "_row_kind", *table.spec.column_names]
     rows = entries.orderBy("_commit", "_offset").limit(PREVIEW_ROWS).collect()
     total = sum(int(k.n) for k in kinds)
-    lines = [
+    parts = [
         "Changelog rows by kind: " + ", ".join(f"`{k._row_kind}` {k.n}" for k in kinds),
-        "",
-        "| " + " | ".join(columns) + " |",
-        "|" + "---|" * len(columns),
-        *("| " + " | ".join(_cell(row[c]) for c in columns) + " |" for row in rows),
+        markdown_table(columns, ([row[c] for c in columns] for row in rows)),
     ]
     if total > len(rows):
-        lines.append(f"\n{total - len(rows)} more row(s) not shown.")
-    return "\n".join(lines)
-
-
-def _cell(value: object) -> str:
-    return "NULL" if value is None else str(value).replace("|", "\\|")
+        parts.append(f"{total - len(rows)} more row(s) not shown.")
+    return "\n\n".join(parts)
 
 
 @dataclass(frozen=True)
