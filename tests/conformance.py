@@ -16,6 +16,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from pyroaring import BitMap, BitMap64
+
 from wide_assets.spec import Column
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,7 +38,23 @@ def table_options(case: dict[str, Any]) -> dict[str, str]:
 
 
 def columns(case: dict[str, Any]) -> list[Column]:
-    return [Column.parse(name, type_text) for name, type_text in case["columns"]]
+    """The case's columns; an `rbm` column (a RoaringBitmap shown as a sorted int list) is BINARY."""
+    return [
+        Column.parse(name, "binary" if type_text == "rbm" else type_text)
+        for name, type_text in case["columns"]
+    ]
+
+
+def bitmap_class(case: dict[str, Any], column: str) -> Any:
+    """pyroaring's class for an `rbm` column: 64-bit when its function is rbm64."""
+    function = case["options"].get(f"fields.{column}.aggregate-function") or case["options"].get(
+        f"fields.{column}.agg"
+    )
+    return BitMap64 if function == "rbm64" else BitMap
+
+
+def is_bitmap(case: dict[str, Any], column: str) -> bool:
+    return dict(case["columns"]).get(column) == "rbm"
 
 
 @dataclass(frozen=True)
@@ -102,13 +120,25 @@ def canonical_expected(value: Any, column: Column) -> Any:
     return value
 
 
+def value_in(case: dict[str, Any], column: Column, value: Any) -> Any:
+    if value is not None and is_bitmap(case, column.name):
+        return bitmap_class(case, column.name)(value).serialize()
+    return to_python(value, column)
+
+
+def value_out(case: dict[str, Any], column: Column, value: Any) -> Any:
+    if value is not None and is_bitmap(case, column.name):
+        return sorted(bitmap_class(case, column.name).deserialize(bytes(value)))
+    return to_json(value, column)
+
+
 def write_frame(spark: Any, case: dict[str, Any], write: Write) -> Any:
     """The write's records as a typed DataFrame with `_row_kind` and `_offset` (the input index)."""
     table_columns = columns(case)
     names = list(write.target_columns) if write.target_columns else [c.name for c in table_columns]
     by_name = {c.name: c for c in table_columns}
     rows = [
-        (*(to_python(record["row"].get(n), by_name[n]) for n in names), record["kind"], index)
+        (*(value_in(case, by_name[n], record["row"].get(n)) for n in names), record["kind"], index)
         for index, record in write.records
     ]
     ddl = ", ".join(f"`{n}` {by_name[n].type}" for n in names) + ", _row_kind string, _offset bigint"
@@ -117,7 +147,7 @@ def write_frame(spark: Any, case: dict[str, Any], write: Write) -> Any:
 
 def rows_as_json(rows: Iterable[Any], case: dict[str, Any]) -> list[dict[str, Any]]:
     table_columns = columns(case)
-    out = [{c.name: to_json(row[c.name], c) for c in table_columns} for row in rows]
+    out = [{c.name: value_out(case, c, row[c.name]) for c in table_columns} for row in rows]
     return sorted(out, key=lambda r: json.dumps([r[k] for k in case["primary_key"]], default=str))
 
 

@@ -12,11 +12,9 @@ from typing import Any
 
 import pytest
 from conformance import Write, check_case, columns, load_cases, rows_as_json, table_options, write_frame
+from memory_table import MemoryTable
 
 from wide_assets import WideTable
-from wide_assets.batch import apply_images, final_images, merge_batch, merge_error, prepare_batch
-from wide_assets.errors import WideTableError
-from wide_assets.spec import TableSpec
 
 CASES = load_cases()
 # Cases of engines or functions that are not implemented yet, by name (empty: all pass).
@@ -64,10 +62,7 @@ def test_case_through_wide_table(spark: Any, tmp_path: Path, case: dict[str, Any
         )
         batch_of_commit = {}
         for write in writes:
-            try:
-                result = table.write(write_frame(spark, case, write), target_columns=write.target_columns)
-            except WideTableError:
-                raise
+            result = table.write(write_frame(spark, case, write), target_columns=write.target_columns)
             batch_of_commit[result.commit] = write.batch
         rows = rows_as_json(table.read().collect(), case)
         entries = []
@@ -81,24 +76,13 @@ def test_case_through_wide_table(spark: Any, tmp_path: Path, case: dict[str, Any
 @pytest.mark.jvm
 @pytest.mark.parametrize("case", case_params())
 def test_case_merge_logic_on_jvm(jvm_spark: Any, case: dict[str, Any]) -> None:
-    spark = jvm_spark
-
     def run(case: dict[str, Any], writes: list[Write]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        spec = TableSpec.build(columns(case), case["primary_key"], table_options(case))
-        ddl = ", ".join(f"`{c.name}` {c.type}" for c in spec.columns)
-        stored = spark.createDataFrame([], ddl)
-        entries: list[dict[str, Any]] = []
-        for commit, write in enumerate(writes, start=1):
-            batch = prepare_batch(spark, spec, write_frame(spark, case, write), write.target_columns)
-            try:
-                merged = merge_batch(spark, batch, stored).collect()
-            except Exception as error:
-                raise (merge_error(error) or error) from error
-            entries += [{**row.asDict(), "_commit": commit} for row in merged]
-            merged_frame = spark.createDataFrame(merged, f"_row_kind string, {ddl}, _offset bigint")
-            applied = apply_images(spark, spec, stored, final_images(spark, spec, merged_frame)).collect()
-            stored = spark.createDataFrame(applied, ddl)
+        table = MemoryTable(jvm_spark, columns(case), case["primary_key"], table_options(case))
+        for write in writes:
+            table.write(write_frame(jvm_spark, case, write), write.target_columns)
         batch_of_commit = {i: w.batch for i, w in enumerate(writes, start=1)}
-        return rows_as_json(stored.collect(), case), changelog_entries(entries, case, batch_of_commit)
+        return rows_as_json(table.read().collect(), case), changelog_entries(
+            table.entries, case, batch_of_commit
+        )
 
     expect_error_or_run(case, run)

@@ -156,3 +156,12 @@ def test_partially_null_multi_field_sequence_is_older(spark: Any, tmp_path: Path
     assert rows(table) == [(1, "stored", 1, 1)]
     write(spark, table, [(1, "newer", 2, None)], ddl)
     assert rows(table) == [(1, "newer", 2, None)]
+
+
+def test_fluss_delete_naming_only_the_key_removes_the_row(spark: Any, tmp_path: Path) -> None:
+    """A key-only delete is `DELETE FROM t WHERE k = ...` (not a W3 partial delete of no columns)."""
+    table = WideTable.create(spark, tmp_path / "t", KV, ["k"], {"table.delete.behavior": "allow"})
+    write(spark, table, [(1, "a", 1), (2, "b", 2)])
+    write(spark, table, [(1, "-D")], "k int, _row_kind string")
+    assert rows(table) == [(2, "b", 2)]
+    assert changelog(table, 2) == [("-D", 1, "a", 1, 2)]

@@ -13,6 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from wide_assets.errors import InvalidInputError, MergeError
 from wide_assets.merge import MergeContext, engine_for, merge_query
+from wide_assets.merge.context import comparable
 from wide_assets.merge.plan import kind_filter, quote
 from wide_assets.spec import TableSpec
 
@@ -41,6 +42,11 @@ def prepare_batch(
     if unknown:
         raise InvalidInputError(
             f"Columns {unknown} are not columns of the table; its columns are {list(spec.column_names)}."
+        )
+    if spec.merge.auto_increment in given or spec.merge.auto_increment in (target_columns or ()):
+        raise InvalidInputError(
+            f"Explicitly specifying values for the auto-increment column {spec.merge.auto_increment} "
+            "is not allowed: the table assigns them."
         )
     targets = _target_columns(spec, given, target_columns)
     context = MergeContext(spec, targets)
@@ -162,9 +168,41 @@ def _check_values(
         raise InvalidInputError("Invalid changes, nothing was written: " + "; ".join(problems) + ".")
 
 
+def assign_auto_increment(
+    spark: SparkSession, batch: PreparedBatch, stored: DataFrame, next_id: int
+) -> tuple[PreparedBatch, int]:
+    """Give each key first seen in this batch the next dense id, in arrival order; returns the new
+    batch and the next unused id. Stored keys keep theirs: the column is never a target column."""
+    spec = batch.context.spec
+    column = spec.merge.auto_increment
+    assert column is not None
+    keys = [quote(k) for k in spec.primary_key]
+    joined = " AND ".join(f"b.{k} <=> n.{k}" for k in keys)
+    stored_match = " AND ".join(f"t.{k} = b.{k}" for k in keys)
+    new_keys = spark.sql(
+        f"SELECT {', '.join(keys)}, CAST({next_id} - 1 + row_number() OVER (ORDER BY _first) AS "
+        f"{spec.column(column).type}) AS _id FROM (SELECT {', '.join(f'b.{k}' for k in keys)}, min(b._offset) AS _first "
+        f"FROM {{frame}} b WHERE b._row_kind IN ('+I', '+U') "
+        f"AND NOT EXISTS (SELECT 1 FROM {{stored}} t WHERE {stored_match}) GROUP BY {', '.join(f'b.{k}' for k in keys)})",
+        frame=batch.frame,
+        stored=stored,
+    )
+    assigned = new_keys.count()
+    columns = ", ".join(
+        f"n._id AS {quote(c)}" if c == column else f"b.{quote(c)}"
+        for c in [*spec.column_names, "_row_kind", "_offset"]
+    )
+    frame = spark.sql(
+        f"SELECT {columns} FROM {{frame}} b LEFT JOIN {{ids}} n ON {joined}", frame=batch.frame, ids=new_keys
+    )
+    return PreparedBatch(frame, batch.context), next_id + assigned
+
+
 def merge_batch(spark: SparkSession, batch: PreparedBatch, stored: DataFrame) -> DataFrame:
     """This commit's changelog entries: `_row_kind`, the table's columns, `_offset` (order in the commit)."""
     spec = batch.context.spec
+    for column in spec.merge.functions:
+        batch.context.aggregator(column).prepare(spark)
     entries = spark.sql(merge_query(batch.context), batch=batch.frame, stored=stored)
     columns = ", ".join(quote(c) for c in spec.column_names)
     return spark.sql(
@@ -186,17 +224,22 @@ def input_changelog(spark: SparkSession, batch: PreparedBatch) -> DataFrame:
 
 
 def _first_and_last(spec: TableSpec) -> str:
-    """Per key of a commit's entries: its first and last entry (row kind + image), by `_offset`."""
+    """Per key of a commit's entries: its first and last entry (row kind, image, comparable image)."""
     keys = ", ".join(quote(k) for k in spec.primary_key)
     image = "named_struct(" + ", ".join(f"'{c}', {quote(c)}" for c in spec.value_columns) + ")"
-    entry = f"named_struct('k', _row_kind, 'v', {image})"
+    compared = (
+        "named_struct("
+        + ", ".join(f"'{c}', {comparable(quote(c), spec.column(c).type)}" for c in spec.value_columns)
+        + ")"
+    )
+    entry = f"named_struct('k', _row_kind, 'v', {image}, 'c', {compared})"
     return (
         f"SELECT {keys}, max_by({entry}, _offset) AS last, min_by({entry}, _offset) AS first "
         f"FROM {{entries}} GROUP BY {keys}"
     )
 
 
-UNCHANGED = "(first.k = '-U' AND last.k = '+U' AND first.v <=> last.v)"
+UNCHANGED = "(first.k = '-U' AND last.k = '+U' AND first.c <=> last.c)"
 EXISTED = "first.k IN ('-U', '-D')"
 EXISTS = "last.k IN ('+I', '+U')"
 
@@ -227,7 +270,13 @@ def without_ignored_updates(spark: SparkSession, spec: TableSpec, entries: DataF
     """Drop -U/+U pairs equal but for `changelog-producer.row-deduplicate-ignore-fields`."""
     ignored = set(spec.merge.row_deduplicate_ignore_fields)
     compared = [c for c in spec.value_columns if c not in ignored]
-    image = "named_struct(" + ", ".join(f"'{c}', {quote(c)}" for c in compared) + ")" if compared else "true"
+    image = (
+        "named_struct("
+        + ", ".join(f"'{c}', {comparable(quote(c), spec.column(c).type)}" for c in compared)
+        + ")"
+        if compared
+        else "true"
+    )
     window = "PARTITION BY _commit, " + ", ".join(quote(k) for k in spec.primary_key)
     pair = (
         f"max(CASE WHEN _row_kind = '-U' THEN {image} END) OVER ({window}) <=> "

@@ -208,6 +208,7 @@ class MergeOptions:
     delete_behavior: str = "allow"
     changelog_image: str = "FULL"
     version_column: str | None = None
+    auto_increment: str | None = None
 
     @classmethod
     def parse(cls, spec: TableSpec) -> MergeOptions:
@@ -267,7 +268,7 @@ def _dialect(options: Mapping[str, str]) -> Dialect:
             f"Options mix the Paimon dialect {paimon} with the Fluss dialect {fluss}; "
             "a table uses one dialect (any 'table.*' option selects Fluss)."
         )
-    if fluss and not any(k.startswith("table.") for k in fluss):
+    if fluss and not any(k.startswith("table.") or k == "auto-increment.fields" for k in fluss):
         raise InvalidOptionError(
             f"Options {fluss} belong to the Fluss dialect, which a table selects with a 'table.*' option "
             "(for example 'table.merge-engine' or 'table.delete.behavior' = 'allow')."
@@ -573,6 +574,7 @@ def _parse_fluss(spec: TableSpec) -> MergeOptions:
             FLUSS_FUNCTIONS[name].check_type(spec.column(column), name)
     elif any(suffix == "agg" for (_, suffix) in field_opts):
         raise InvalidOptionError("'fields.<f>.agg' needs 'table.merge-engine' = 'aggregation'.")
+    auto_increment = _auto_increment_column(spec)
     return MergeOptions(
         dialect="fluss",
         engine=engine,
@@ -581,5 +583,24 @@ def _parse_fluss(spec: TableSpec) -> MergeOptions:
         delete_behavior=behavior,
         changelog_image=image,
         version_column=version_column,
+        auto_increment=auto_increment,
         changelog_producer="lookup",
     )
+
+
+def _auto_increment_column(spec: TableSpec) -> str | None:
+    """Fluss `auto-increment.fields`: one INT/BIGINT non-key column whose ids the table assigns."""
+    names = _names(spec.options.get("auto-increment.fields", ""))
+    if not names:
+        return None
+    if len(names) > 1:
+        raise InvalidOptionError(f"A table can have only one auto-increment column, got {list(names)}.")
+    name = names[0]
+    if name not in spec.column_names:
+        raise InvalidOptionError(f"The auto-increment column {name} does not exist in the schema.")
+    if name in spec.primary_key or spec.column(name).base_type not in ("int", "bigint"):
+        raise InvalidOptionError(
+            f"The auto-increment column {name} must be a non-key column of type INT or BIGINT, "
+            f"not {spec.column(name).type}."
+        )
+    return name

@@ -23,7 +23,7 @@ import fcntl
 import json
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -32,6 +32,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from wide_assets import faults
 from wide_assets.batch import (
+    assign_auto_increment,
     final_images,
     input_changelog,
     merge_batch,
@@ -87,6 +88,7 @@ class CommitInfo:
     written_at: str
     input_records: int
     target_columns: tuple[str, ...] | None
+    next_auto_increment: int | None = None
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -105,6 +107,7 @@ class CommitInfo:
             written_at=data["written_at"],
             input_records=data["input_records"],
             target_columns=targets,
+            next_auto_increment=data.get("next_auto_increment"),
         )
 
 
@@ -263,6 +266,10 @@ class WideTable:
                 target_columns=batch.context.target_columns,
             )
             stored = self.spark.read.format("delta").option("versionAsOf", base_version).load(self.path)
+            if self.spec.merge.auto_increment is not None:
+                next_id = next((c.next_auto_increment for c in reversed(commits) if c.next_auto_increment), 1)
+                batch, next_id = assign_auto_increment(self.spark, batch, stored, next_id)
+                info = replace(info, next_auto_increment=next_id)
             entries = merge_batch(self.spark, batch, stored)
             parts = [self._log_rows(entries, info.commit, "merged")]
             if self.spec.merge.changelog_producer == "input":

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 from wide_assets.spec import Column, FieldFunction, MergeOptions, TableSpec
 
@@ -35,6 +36,14 @@ def any_of(conditions: Sequence[str]) -> str:
 
 def all_of(conditions: Sequence[str]) -> str:
     return "(" + " AND ".join(conditions) + ")" if conditions else "true"
+
+
+def comparable(value: str, type_text: str) -> str:
+    """`value` in a form `<=>` accepts on every engine: Spark cannot compare maps, so a map becomes
+    its entries sorted by key."""
+    if type_text.strip().lower().startswith("map"):
+        return f"array_sort(map_entries({value}))"
+    return value
 
 
 def compare_nulls_first(left: str, right: str) -> str:
@@ -77,8 +86,27 @@ class MergeContext:
     def column(self, name: str) -> Column:
         return self.spec.column(name)
 
+    def aggregator(self, column: str) -> Any:
+        from wide_assets.merge.functions import aggregator
+
+        function = self.function(column)
+        return None if function is None else aggregator(self.merge.dialect, function.name)
+
+    def fold_type(self, column: str) -> str:
+        """The column's type inside the fold (a function may fold another representation)."""
+        fn = self.aggregator(column)
+        return fn.fold_type(self.column(column)) if fn is not None else self.column(column).type
+
+    def decode(self, value: str, column: str) -> str:
+        fn = self.aggregator(column)
+        return fn.decode(value, self.column(column)) if fn is not None else value
+
+    def encode(self, value: str, column: str) -> str:
+        fn = self.aggregator(column)
+        return fn.encode(value, self.column(column)) if fn is not None else value
+
     def null(self, column: str) -> str:
-        return f"CAST(NULL AS {self.column(column).type})"
+        return f"CAST(NULL AS {self.fold_type(column)})"
 
     def function(self, column: str) -> FieldFunction | None:
         return self.merge.functions.get(column)
@@ -123,7 +151,7 @@ class MergeContext:
 
     @property
     def row_type(self) -> str:
-        return "struct<" + ", ".join(f"{self.aliases[c]}:{self.column(c).type}" for c in self.values) + ">"
+        return "struct<" + ", ".join(f"{self.aliases[c]}:{self.fold_type(c)}" for c in self.values) + ">"
 
     @property
     def log_entry_type(self) -> str:

@@ -72,7 +72,12 @@ def target_upsert(ctx: MergeContext) -> dict[str, str]:
 
 
 def partial_delete_removes_row(ctx: MergeContext) -> str:
-    """Fluss W3: a delete with target columns removes the row only if every other value is NULL."""
+    """Fluss W3: a delete with target columns removes the row only if every other value is NULL.
+
+    A delete that names only the key is a whole-row delete (`DELETE FROM t WHERE k = ...`), not a
+    partial delete of no columns, which would leave any row with a value untouched."""
+    if ctx.is_key_only_write:
+        return "true"
     others = [c for c in ctx.values if not ctx.written(c)]
     return all_of([f"{ctx.ref('s', c)} IS NULL" for c in others])
 

@@ -19,7 +19,10 @@ class FlussEngine(MergeEngine):
     def step(self, ctx: MergeContext) -> str:
         loaded = ctx.state({"e": "true", **{ctx.aliases[c]: ctx.ref("r", c) for c in ctx.values}})
         inserted_values = {
-            ctx.aliases[c]: ctx.ref("r", c) if ctx.written(c) else ctx.null(c) for c in ctx.values
+            ctx.aliases[c]: ctx.ref("r", c)
+            if ctx.written(c) or c == ctx.merge.auto_increment
+            else ctx.null(c)
+            for c in ctx.values
         }
         wal_update = (
             ctx.merge.changelog_image == "WAL" and self.wal_insert_as_update and not ctx.is_partial_write
@@ -39,6 +42,8 @@ class FlussEngine(MergeEngine):
         """W3/W4: a full delete removes the row; a partial delete clears its target columns."""
         removed = emit(ctx, ctx.cleared(), [("-D", OLD)])
         if not ctx.is_partial_write:
+            return removed
+        if ctx.is_key_only_write:
             return removed
         kept = emit(ctx, partial_delete_values(ctx), [("-U", OLD), ("+U", NEW)])
         return f"CASE WHEN {partial_delete_removes_row(ctx)} THEN {removed} ELSE {kept} END"

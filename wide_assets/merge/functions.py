@@ -8,6 +8,7 @@ here and registering it under the dialect(s) that name it.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from wide_assets.errors import InvalidOptionError
 from wide_assets.merge.context import fail, sql_string
@@ -56,6 +57,20 @@ class Aggregator:
 
     def retract(self, x: Operands) -> str | None:
         return None
+
+    # A function whose storage format has no SQL counterpart folds a SQL representation instead:
+    # `decode` on the way into the fold, `encode` on the way out, both SQL over one column value.
+    def fold_type(self, column: Column) -> str:
+        return column.type
+
+    def decode(self, value: str, column: Column) -> str:
+        return value
+
+    def encode(self, value: str, column: Column) -> str:
+        return value
+
+    def prepare(self, spark: Any) -> None:
+        """Register what the SQL of `decode`/`encode` calls (once per session)."""
 
 
 REGEX_META = set("\\.^$|?*+()[]{}")
@@ -244,6 +259,93 @@ class BoolOr(Aggregator):
         return ignoring_nulls(x, f"({x.acc} OR {x.inp})")
 
 
+class Collect(Aggregator):
+    """Paimon `collect`: concatenated arrays (`distinct` keeps each element once); retraction removes
+    one occurrence per retracted element."""
+
+    name = "collect"
+    types = ("array",)
+
+    def agg(self, x: Operands) -> str:
+        if not x.function.distinct:
+            return ignoring_nulls(x, f"concat({x.acc}, {x.inp})")
+        empty = f"CAST(array() AS {x.column.type})"
+        both = f"array_distinct(concat(coalesce({x.acc}, {empty}), coalesce({x.inp}, {empty})))"
+        return f"(CASE WHEN {x.acc} IS NULL AND {x.inp} IS NULL THEN {x.acc} ELSE {both} END)"
+
+    def retract(self, x: Operands) -> str:
+        # Keep the i-th element while its occurrences so far outnumber its retracted occurrences.
+        occurrences = f"size(filter(slice({x.acc}, 1, i + 1), y -> y <=> e))"
+        retracted = f"size(filter({x.inp}, y -> y <=> e))"
+        kept = f"filter(transform({x.acc}, (e, i) -> named_struct('e', e, 'keep', {occurrences} > {retracted})), t -> t.keep)"
+        return f"(CASE WHEN {x.acc} IS NULL OR {x.inp} IS NULL THEN {x.acc} ELSE transform({kept}, t -> t.e) END)"
+
+
+class MergeMap(Aggregator):
+    """Paimon `merge_map`: maps merged, incoming keys win; retraction removes the retracted keys."""
+
+    name = "merge_map"
+    types = ("map",)
+
+    def agg(self, x: Operands) -> str:
+        return ignoring_nulls(x, f"map_concat({self._without_keys_of(x.acc, x.inp)}, {x.inp})")
+
+    def retract(self, x: Operands) -> str:
+        return f"(CASE WHEN {x.acc} IS NULL OR {x.inp} IS NULL THEN {x.acc} ELSE {self._without_keys_of(x.acc, x.inp)} END)"
+
+    @staticmethod
+    def _without_keys_of(target: str, keys_of: str) -> str:
+        # map_concat rejects duplicate keys by default, so drop the overridden ones first.
+        return f"map_filter({target}, (k, v) -> NOT array_contains(map_keys({keys_of}), k))"
+
+
+class RoaringBitmap(Aggregator):
+    """`rbm32`/`rbm64`: OR of RoaringBitmaps stored as BINARY in the portable serialized format.
+
+    Spark SQL has no RoaringBitmap type, so inside the fold a bitmap is its sorted array of values
+    (OR = array_union); vectorized (pandas) UDFs decode and encode with pyroaring at the boundary.
+    """
+
+    types = ("binary",)
+
+    def __init__(self, bits: int) -> None:
+        self.bits = bits
+        self.name = f"rbm{bits}"
+        self.element = "int" if bits == 32 else "bigint"
+
+    def agg(self, x: Operands) -> str:
+        return ignoring_nulls(x, f"array_sort(array_union({x.acc}, {x.inp}))")
+
+    def fold_type(self, column: Column) -> str:
+        return f"array<{self.element}>"
+
+    def decode(self, value: str, column: Column) -> str:
+        return f"wide_assets_{self.name}_decode({value})"
+
+    def encode(self, value: str, column: Column) -> str:
+        return f"wide_assets_{self.name}_encode({value})"
+
+    def prepare(self, spark: Any) -> None:
+        import pandas as pd
+        from pyroaring import BitMap, BitMap64
+        from pyspark.sql.functions import pandas_udf
+
+        bitmap = BitMap if self.bits == 32 else BitMap64
+
+        def decode(values: pd.Series) -> pd.Series:
+            return values.map(lambda b: None if b is None else list(bitmap.deserialize(bytes(b))))
+
+        def encode(values: pd.Series) -> pd.Series:
+            return values.map(lambda v: None if v is None else bitmap(list(v)).serialize())
+
+        # pandas_udf reads the hints as objects; this module's postponed annotations are strings.
+        for udf in (decode, encode):
+            udf.__annotations__ = {"values": pd.Series, "return": pd.Series}
+
+        spark.udf.register(f"wide_assets_{self.name}_decode", pandas_udf(decode, f"array<{self.element}>"))
+        spark.udf.register(f"wide_assets_{self.name}_encode", pandas_udf(encode, "binary"))
+
+
 PAIMON_FUNCTIONS: dict[str, Aggregator] = {
     "sum": Sum(),
     "product": Product(),
@@ -256,6 +358,10 @@ PAIMON_FUNCTIONS: dict[str, Aggregator] = {
     "listagg": ListAgg(),
     "bool_and": BoolAnd(),
     "bool_or": BoolOr(),
+    "rbm32": RoaringBitmap(32),
+    "rbm64": RoaringBitmap(64),
+    "collect": Collect(),
+    "merge_map": MergeMap(),
 }
 
 FLUSS_FUNCTIONS: dict[str, Aggregator] = {
@@ -272,6 +378,8 @@ FLUSS_FUNCTIONS: dict[str, Aggregator] = {
     "string_agg": FlussListAgg(),
     "bool_and": BoolAnd(),
     "bool_or": BoolOr(),
+    "rbm32": PAIMON_FUNCTIONS["rbm32"],
+    "rbm64": PAIMON_FUNCTIONS["rbm64"],
 }
 
 

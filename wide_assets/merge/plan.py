@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from wide_assets.merge.context import MergeContext, fail
+from wide_assets.merge.context import MergeContext, comparable, fail
 from wide_assets.merge.engine import MergeEngine
 from wide_assets.merge.registry import engine_for
 
@@ -59,17 +59,15 @@ def merge_query(ctx: MergeContext) -> str:
     spec = ctx.spec
     keys = [f"k{i}" for i in range(len(spec.primary_key))]
     key_select = ", ".join(f"{quote(k)} AS {a}" for k, a in zip(spec.primary_key, keys, strict=True))
-    value_select = ", ".join(f"{quote(c)} AS {ctx.aliases[c]}" for c in ctx.values)
+    value_select = ", ".join(f"{ctx.decode(quote(c), c)} AS {ctx.aliases[c]}" for c in ctx.values)
     stored_keys = ", ".join(f"t.{quote(k)} AS {a}" for k, a in zip(spec.primary_key, keys, strict=True))
-    stored_values = ", ".join(f"t.{quote(c)} AS {ctx.aliases[c]}" for c in ctx.values)
+    stored_values = ", ".join(f"{ctx.decode('t.' + quote(c), c)} AS {ctx.aliases[c]}" for c in ctx.values)
     join = " AND ".join(f"t.{quote(k)} = x.{a}" for k, a in zip(spec.primary_key, keys, strict=True))
     record_fields = ", ".join(
         ["'_rank', _rank", "'_kind', _kind", "'_stored', _stored", "'_arrival', _arrival"]
         + [f"'{ctx.aliases[c]}', {ctx.aliases[c]}" for c in ctx.values]
     )
-    stored_row = (
-        "named_struct(" + ", ".join(f"'{ctx.aliases[c]}', {ctx.aliases[c]}" for c in ctx.values) + ")"
-    )
+    stored_row = ctx.row("r")
     key_list = ", ".join(keys)
     step = engine.step(ctx)
     if ctx.target_columns is not None and not engine.per_record:
@@ -93,16 +91,22 @@ WITH b AS (
   SELECT *, row_number() OVER (PARTITION BY {key_list} ORDER BY {merge_order(ctx)}) AS _rank FROM u
 ), grouped AS (
   SELECT {key_list},
-         sort_array(collect_list(named_struct({record_fields}))) AS recs,
-         min(_arrival) AS _first,
-         max(CASE WHEN _stored THEN {stored_row} END) AS before
+         map_from_entries(collect_list(struct(_rank, named_struct({record_fields})))) AS by_rank,
+         min(_arrival) AS _first
   FROM ranked GROUP BY {key_list}
+), ordered AS (
+  -- Ranks are 1..n per key; indexing by rank orders records whatever their value types (a sort of
+  -- the structs themselves would need every column to be orderable, and maps are not).
+  SELECT {key_list}, _first, transform(sequence(1, size(by_rank)), i -> by_rank[i]) AS recs FROM grouped
+), with_stored AS (
+  SELECT *, aggregate(filter(recs, r -> r._stored), CAST(NULL AS {ctx.row_type}), (b, r) -> {stored_row}) AS before
+  FROM ordered
 ), folded AS (
-  SELECT {key_list}, _first, before, {fold} AS st FROM grouped
+  SELECT {key_list}, _first, before, {fold} AS st FROM with_stored
 )"""
     entries = _per_record_entries(ctx) if engine.per_record else _transitions(ctx, engine)
     out_keys = ", ".join(f"{a} AS {quote(k)}" for k, a in zip(spec.primary_key, keys, strict=True))
-    out_values = ", ".join(f"e.v.{ctx.aliases[c]} AS {quote(c)}" for c in ctx.values)
+    out_values = ", ".join(f"{ctx.encode('e.v.' + ctx.aliases[c], c)} AS {quote(c)}" for c in ctx.values)
     return f"""{folded}
 SELECT {out_keys}, e.k AS _row_kind, e.a AS _order_a, e.i AS _order_i, {out_values}
 FROM (SELECT {key_list}, inline_entries.* FROM folded LATERAL VIEW inline({entries}) inline_entries) e"""
@@ -122,7 +126,13 @@ def _transitions(ctx: MergeContext, engine: MergeEngine) -> str:
     # that ignores some fields happens when the changelog is read: a change confined to those
     # fields must still reach the table.
     keep_unchanged = merge.changelog_producer in PRODUCERS_WITH_UNCHANGED_ROWS and not merge.row_deduplicate
-    unchanged = " AND ".join(f"before.{ctx.aliases[c]} <=> st.{ctx.aliases[c]}" for c in ctx.values) or "true"
+    unchanged = (
+        " AND ".join(
+            f"{comparable('before.' + ctx.aliases[c], ctx.fold_type(c))} <=> {comparable('st.' + ctx.aliases[c], ctx.fold_type(c))}"
+            for c in ctx.values
+        )
+        or "true"
+    )
 
     def entry(kind: str, index: int, row: str) -> str:
         return f"named_struct('k', '{kind}', 'a', _first, 'i', {index}, 'v', {row})"

@@ -1,0 +1,199 @@
+"""Aggregate functions beyond the public cases (roaring bitmaps, collect, merge_map, ...) and the Fluss
+auto-increment column; expectations are worked out by hand from spec 1.6 / 2.7 and seed 003."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from memory_table import MemoryTable
+from pyroaring import BitMap, BitMap64
+
+from wide_assets import WideTable
+from wide_assets.errors import InvalidInputError, InvalidOptionError
+from wide_assets.session import activate
+
+Factory = Callable[[list[tuple[str, str]], list[str], dict[str, str]], Any]
+
+
+@pytest.fixture(params=["sail-delta", pytest.param("jvm-memory", marks=pytest.mark.jvm)])
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Any, Factory]:
+    """(spark, make_table): a Delta WideTable on Sail, or the in-memory merge on classic JVM Spark."""
+    counter = itertools.count()
+    if request.param == "sail-delta":
+        spark = activate(request.getfixturevalue("spark"))
+        return spark, lambda c, k, o: WideTable.create(spark, tmp_path / f"t{next(counter)}", c, k, o)
+    spark = activate(request.getfixturevalue("jvm_spark"))
+    return spark, lambda c, k, o: MemoryTable(spark, c, k, o)
+
+
+def rows(table: Any) -> list[tuple[Any, ...]]:
+    return sorted(tuple(r) for r in table.read().collect())
+
+
+BITMAP_OPTIONS = [
+    (
+        "rbm32",
+        {"merge-engine": "aggregation", "fields.ids.aggregate-function": "rbm32"},
+        BitMap,
+        [1, 7, 70000],
+    ),
+    ("rbm32", {"table.merge-engine": "aggregation", "fields.ids.agg": "rbm32"}, BitMap, [3, 5, 2**31 - 1]),
+    (
+        "rbm64",
+        {"merge-engine": "aggregation", "fields.ids.aggregate-function": "rbm64"},
+        BitMap64,
+        [2**40, 9, 2**33 + 1],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "options", "bitmap", "values"), BITMAP_OPTIONS, ids=["paimon32", "fluss32", "paimon64"]
+)
+def test_roaring_bitmaps_or_in_the_portable_format(
+    engine: tuple[Any, Factory], name: str, options: dict[str, str], bitmap: Any, values: list[int]
+) -> None:
+    spark, make = engine
+    table = make([("k", "int"), ("ids", "binary")], ["k"], options)
+    first, second, third = values
+    batch = [(1, bitmap([first, second]).serialize()), (1, None), (2, bitmap([third]).serialize())]
+    table.write(spark.createDataFrame(batch, "k int, ids binary"))
+    table.write(spark.createDataFrame([(1, bitmap([second, third]).serialize())], "k int, ids binary"))
+    result = {k: sorted(bitmap.deserialize(bytes(ids))) for k, ids in rows(table)}
+    assert result == {1: sorted({first, second, third}), 2: [third]}
+    # Stored bytes are exactly pyroaring's (CRoaring's portable format, as Java RoaringBitmap writes).
+    assert dict(rows(table))[1] == bitmap(sorted({first, second, third})).serialize()
+
+
+def test_bitmap_retraction_is_rejected_unless_ignored(spark: Any, tmp_path: Path) -> None:
+    options = {"merge-engine": "aggregation", "fields.ids.aggregate-function": "rbm32"}
+    table = WideTable.create(spark, tmp_path / "t", [("k", "int"), ("ids", "binary")], ["k"], options)
+    table.write(spark.createDataFrame([(1, BitMap([1]).serialize())], "k int, ids binary"))
+    retraction = spark.createDataFrame(
+        [(1, BitMap([1]).serialize(), "-U")], "k int, ids binary, _row_kind string"
+    )
+    with pytest.raises(Exception, match="'rbm32' does not support retraction"):
+        table.write(retraction)
+    ignoring = WideTable.create(
+        spark,
+        tmp_path / "u",
+        [("k", "int"), ("ids", "binary")],
+        ["k"],
+        {**options, "fields.ids.ignore-retract": "true"},
+    )
+    ignoring.write(spark.createDataFrame([(1, BitMap([1]).serialize())], "k int, ids binary"))
+    ignoring.write(retraction)
+    assert [sorted(BitMap.deserialize(bytes(r[1]))) for r in rows(ignoring)] == [[1]]
+
+
+def test_collect_concatenates_and_retracts_one_occurrence(engine: tuple[Any, Factory]) -> None:
+    spark, make = engine
+    ddl = "k int, v array<int>, d array<int>, _row_kind string"
+    options = {
+        "merge-engine": "aggregation",
+        "fields.v.aggregate-function": "collect",
+        "fields.d.aggregate-function": "collect",
+        "fields.d.distinct": "true",
+    }
+    table = make([("k", "int"), ("v", "array<int>"), ("d", "array<int>")], ["k"], options)
+    table.write(spark.createDataFrame([(1, [1, 2], [1, 2], "+I"), (1, [2, 3], [2, 3], "+I")], ddl))
+    assert rows(table) == [(1, [1, 2, 2, 3], [1, 2, 3])]
+    table.write(spark.createDataFrame([(1, [2], [2], "-U")], ddl))
+    assert rows(table) == [(1, [1, 2, 3], [1, 3])]
+
+
+def test_merge_map_overrides_keys_and_retracts_them(engine: tuple[Any, Factory]) -> None:
+    spark, make = engine
+    ddl = "k int, m map<string,int>, _row_kind string"
+    table = make(
+        [("k", "int"), ("m", "map<string,int>")],
+        ["k"],
+        {"merge-engine": "aggregation", "fields.m.aggregate-function": "merge_map"},
+    )
+    table.write(
+        spark.createDataFrame([(1, {"a": 1}, "+I"), (1, {"a": 2, "b": 3}, "+I"), (1, None, "+I")], ddl)
+    )
+    assert rows(table) == [(1, {"a": 2, "b": 3})]
+    table.write(spark.createDataFrame([(1, {"a": 0}, "-U")], ddl))
+    assert rows(table) == [(1, {"b": 3})]
+
+
+def test_paimon_scalar_functions(engine: tuple[Any, Factory]) -> None:
+    spark, make = engine
+    columns = [
+        ("k", "int"),
+        ("p", "int"),
+        ("l", "string"),
+        ("band", "boolean"),
+        ("bor", "boolean"),
+        ("f", "string"),
+    ]
+    options = {
+        "merge-engine": "aggregation",
+        "fields.p.aggregate-function": "product",
+        "fields.l.aggregate-function": "listagg",
+        "fields.band.aggregate-function": "bool_and",
+        "fields.bor.aggregate-function": "bool_or",
+        "fields.f.aggregate-function": "first_non_null_value",
+        "fields.l.ignore-retract": "true",
+        "fields.band.ignore-retract": "true",
+        "fields.bor.ignore-retract": "true",
+        "fields.f.ignore-retract": "true",
+    }
+    table = make(columns, ["k"], options)
+    ddl = "k int, p int, l string, band boolean, bor boolean, f string, _row_kind string"
+    table.write(
+        spark.createDataFrame(
+            [
+                (1, 6, "a", True, False, None, "+I"),
+                (1, 7, " ", None, True, "x", "+I"),
+                (1, None, "b", False, None, "y", "+I"),
+            ],
+            ddl,
+        )
+    )
+    # product 6*7 (NULL ignored); listagg skips the blank; bool_and T&F; bool_or F|T; first non-NULL 'x'
+    assert rows(table) == [(1, 42, "a,b", False, True, "x")]
+    table.write(spark.createDataFrame([(1, 5, "c", True, True, "z", "-U")], ddl))
+    # product retraction is integer division: 42 div 5 = 8; the others ignore retractions
+    assert rows(table) == [(1, 8, "a,b", False, True, "x")]
+
+
+def test_auto_increment_assigns_dense_ids_once(spark: Any, tmp_path: Path) -> None:
+    """Seed 003: a dictionary table mapping a string key to a dense id, assigned on first sight."""
+    table = WideTable.create(
+        spark,
+        tmp_path / "uid_mapping",
+        [("user_id", "string"), ("uid", "bigint")],
+        ["user_id"],
+        {"auto-increment.fields": "uid", "bucket.num": "2"},
+    )
+    keys = "user_id string, _offset bigint"
+    table.write(spark.createDataFrame([("user3", 3), ("user1", 1), ("user2", 2), ("user1", 4)], keys))
+    assert rows(table) == [("user1", 1), ("user2", 2), ("user3", 3)]
+    table.write(spark.createDataFrame([("user2", 1), ("user4", 2)], keys))
+    assert rows(table) == [("user1", 1), ("user2", 2), ("user3", 3), ("user4", 4)]
+    table.write(spark.createDataFrame([("user4", "-D")], "user_id string, _row_kind string"))
+    table.write(spark.createDataFrame([("user5",), ("user4",)], "user_id string"))
+    # ids are never reused: user4's 4 is gone with its row, user5 and the new user4 get 5 and 6
+    assert rows(table) == [("user1", 1), ("user2", 2), ("user3", 3), ("user4", 6), ("user5", 5)]
+    with pytest.raises(
+        InvalidInputError, match="Explicitly specifying values for the auto-increment column uid"
+    ):
+        table.write(spark.createDataFrame([("user9", 9)], "user_id string, uid bigint"))
+
+
+def test_auto_increment_definition_errors(spark: Any, tmp_path: Path) -> None:
+    columns = [("k", "string"), ("a", "int"), ("b", "string")]
+    for options, message in [
+        ({"auto-increment.fields": "a,b"}, "only one auto-increment column"),
+        ({"auto-increment.fields": "b"}, "must be a non-key column of type INT or BIGINT"),
+        ({"auto-increment.fields": "k"}, "must be a non-key column"),
+        ({"auto-increment.fields": "zz"}, "does not exist"),
+    ]:
+        with pytest.raises(InvalidOptionError, match=message):
+            WideTable.create(spark, tmp_path / "t", columns, ["k"], options)
