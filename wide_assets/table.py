@@ -41,7 +41,7 @@ from wide_assets.batch import (
     transition_counts,
     without_ignored_updates,
 )
-from wide_assets.errors import InvalidOptionError, TableStateError, WideTableError
+from wide_assets.errors import InvalidInputError, InvalidOptionError, TableStateError, WideTableError
 from wide_assets.merge.plan import quote
 from wide_assets.spec import Column, TableSpec
 
@@ -49,6 +49,7 @@ SPEC_PROPERTY = "wide_assets.spec"
 CHANGELOG_SUFFIX = "_changelog"
 LOG_COLUMNS = ("_commit", "_offset", "_row_kind", "_origin")
 CHANGELOG_ORIGIN = {"input": "input"}  # every other producer's changelog is the merged one
+LOOKUP_PRUNING_KEYS = 1000  # up to this many lookup keys become IN filters the Delta scan can prune with
 
 
 class Txn(NamedTuple):
@@ -210,6 +211,37 @@ class WideTable:
         if merge.row_deduplicate and merge.row_deduplicate_ignore_fields and origin == "merged":
             entries = without_ignored_updates(self.spark, self.spec, entries)
         return entries
+
+    def lookup(self, keys: DataFrame) -> DataFrame:
+        """The rows of the given primary keys (a DataFrame of the key columns); absent keys give no row."""
+        return self._rows_matching(keys, self.spec.primary_key)
+
+    def prefix_lookup(self, prefixes: DataFrame) -> DataFrame:
+        """The rows whose leading key columns equal one of `prefixes` (a prefix of the primary key)."""
+        columns = tuple(prefixes.columns)
+        if not columns or columns != self.spec.primary_key[: len(columns)]:
+            raise InvalidInputError(
+                f"A prefix lookup takes leading primary key columns {list(self.spec.primary_key)}, got {list(columns)}."
+            )
+        return self._rows_matching(prefixes, columns)
+
+    def _rows_matching(self, keys: DataFrame, columns: tuple[str, ...]) -> DataFrame:
+        if set(keys.columns) != set(columns):
+            raise InvalidInputError(
+                f"Lookup keys must have exactly the columns {list(columns)}, got {keys.columns}."
+            )
+        rows = self.read()
+        wanted = keys.distinct().limit(LOOKUP_PRUNING_KEYS + 1).collect()
+        if len(wanted) <= LOOKUP_PRUNING_KEYS:
+            # Literal IN lists reach the Delta scan, whose per-file min/max statistics skip files.
+            literals = {c: sorted({_sql_value(r[c]) for r in wanted if r[c] is not None}) for c in columns}
+            if any(not values for values in literals.values()):
+                return rows.limit(0)
+            rows = rows.where(" AND ".join(f"{quote(c)} IN ({', '.join(v)})" for c, v in literals.items()))
+        on = " AND ".join(f"t.{quote(c)} = k.{quote(c)}" for c in columns)
+        return self.spark.sql(
+            f"SELECT t.* FROM {{rows}} t LEFT SEMI JOIN {{keys}} k ON {on}", rows=rows, keys=keys
+        )
 
     @property
     def version(self) -> int:
@@ -406,6 +438,15 @@ class WideTable:
         fields += [field.with_nullable(True) for field in schema]
         fields.append(pa.field("_commit_info", pa.string()))
         return pa.schema(fields)
+
+
+def _sql_value(value: Any) -> str:
+    """A key value as a SQL literal (numbers as is, everything else as a string literal)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int | float):
+        return repr(value)
+    return _sql_literal(str(value))
 
 
 def _sql_literal(text: str) -> str:
