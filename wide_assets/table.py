@@ -26,7 +26,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -44,6 +44,9 @@ from wide_assets.batch import (
 from wide_assets.errors import InvalidInputError, InvalidOptionError, TableStateError, WideTableError
 from wide_assets.merge.plan import quote
 from wide_assets.spec import Column, TableSpec
+
+if TYPE_CHECKING:
+    from wide_assets.export import Encoding
 
 SPEC_PROPERTY = "wide_assets.spec"
 CHANGELOG_SUFFIX = "_changelog"
@@ -182,12 +185,30 @@ class WideTable:
         return self.path.rstrip("/") + CHANGELOG_SUFFIX
 
     # ----------------------------------------------------------------------------- reading
-    def read(self, version: int | None = None) -> DataFrame:
-        """The merged rows, exactly the table's columns (optionally at a Delta version of the table)."""
+    def read(self, version: int | None = None, timestamp: str | None = None) -> DataFrame:
+        """The merged rows, exactly the table's columns; optionally as of a Delta version or timestamp."""
         reader = self.spark.read.format("delta")
         if version is not None:
             reader = reader.option("versionAsOf", version)
+        if timestamp is not None:
+            reader = reader.option("timestampAsOf", timestamp)
         return reader.load(self.path).select(*[quote(c) for c in self.spec.column_names])
+
+    def diff(self, from_version: int, to_version: int | None = None) -> DataFrame:
+        """The changelog (+I, -U/+U, -D; changed rows only) from one Delta version to another (default now)."""
+        from wide_assets.export import snapshot_diff
+
+        return snapshot_diff(
+            self.spark, self.spec, self.read(version=from_version), self.read(version=to_version)
+        )
+
+    def export(
+        self, encoding: Encoding, start_commit: int | None = None, end_commit: int | None = None
+    ) -> DataFrame:
+        """The changelog of commits [start, end] in a sink encoding; see `wide_assets.export`."""
+        from wide_assets.export import ENCODINGS
+
+        return ENCODINGS[encoding](self.spark, self.spec, self.changelog(start_commit, end_commit))
 
     def changelog(self, start_commit: int | None = None, end_commit: int | None = None) -> DataFrame:
         """`_row_kind`, the table's columns, `_commit`, `_offset` of the commits in [start, end]."""

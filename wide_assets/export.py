@@ -1,0 +1,129 @@
+"""A changelog in the encodings downstream sinks take (seed 004): append-only, retract, upsert, and as
+Flink changelog JSON or Debezium-style envelopes.
+
+Every function takes a changelog DataFrame as `WideTable.changelog()` returns it (`_row_kind`, the
+table's columns, `_commit`, `_offset`) and returns a DataFrame ordered by (`_commit`, `_offset`).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pyspark.sql import DataFrame, SparkSession
+
+from wide_assets.errors import InvalidInputError
+from wide_assets.merge.plan import quote
+from wide_assets.spec import TableSpec
+
+DEBEZIUM_OPS = {"+I": "c", "+U": "u", "-D": "d"}
+Encoding = Literal["append", "retract", "upsert", "flink-json", "debezium"]
+
+
+def _columns(spec: TableSpec) -> str:
+    return ", ".join(quote(c) for c in spec.column_names)
+
+
+def _row_struct(spec: TableSpec, prefix: str = "") -> str:
+    return "named_struct(" + ", ".join(f"'{c}', {prefix}{quote(c)}" for c in spec.column_names) + ")"
+
+
+def append_only(spark: SparkSession, spec: TableSpec, changelog: DataFrame) -> DataFrame:
+    """The inserts, for sinks that accept nothing else; any update or delete is an error."""
+    others = changelog.where("_row_kind <> '+I'").limit(1).collect()
+    if others:
+        raise InvalidInputError(
+            f"The changelog is not append-only: it holds {others[0]['_row_kind']} entries "
+            f"(commit {others[0]['_commit']}); use the retract or upsert encoding."
+        )
+    return spark.sql(
+        f"SELECT {_columns(spec)}, _commit, _offset FROM {{log}} ORDER BY _commit, _offset", log=changelog
+    )
+
+
+def retract(spark: SparkSession, spec: TableSpec, changelog: DataFrame) -> DataFrame:
+    """Every entry as an add (`+I`/`+U`) or a retraction (`-U`/`-D`) of a whole row."""
+    return spark.sql(
+        f"SELECT _row_kind, _row_kind IN ('-U', '-D') AS retraction, {_columns(spec)}, _commit, _offset "
+        "FROM {log} ORDER BY _commit, _offset",
+        log=changelog,
+    )
+
+
+def upsert(spark: SparkSession, spec: TableSpec, changelog: DataFrame) -> DataFrame:
+    """Key + latest value per entry; `-U` is dropped and a delete is a tombstone (`value` NULL)."""
+    keys = ", ".join(quote(k) for k in spec.primary_key)
+    return spark.sql(
+        f"SELECT {keys}, CASE WHEN _row_kind = '-D' THEN NULL ELSE {_row_struct(spec)} END AS value, "
+        "_commit, _offset FROM {log} WHERE _row_kind <> '-U' ORDER BY _commit, _offset",
+        log=changelog,
+    )
+
+
+def flink_json(spark: SparkSession, spec: TableSpec, changelog: DataFrame) -> DataFrame:
+    """One JSON object per entry, Flink changelog-json style: `{"rowkind": "+U", <columns>}`."""
+    fields = ", ".join(f"'{c}', {quote(c)}" for c in spec.column_names)
+    return spark.sql(
+        f"SELECT to_json(named_struct('rowkind', _row_kind, {fields})) AS json, _commit, _offset "
+        "FROM {log} ORDER BY _commit, _offset",
+        log=changelog,
+    )
+
+
+def debezium(spark: SparkSession, spec: TableSpec, changelog: DataFrame) -> DataFrame:
+    """Debezium-style envelopes: `{"before", "after", "op"}`; a -U/+U pair becomes one `u` event."""
+    keys = ", ".join(quote(k) for k in spec.primary_key)
+    row = _row_struct(spec)
+    return spark.sql(
+        f"""SELECT to_json(named_struct(
+                   'before', CASE WHEN _row_kind = '-D' THEN {row} WHEN _row_kind = '+U' THEN before END,
+                   'after', CASE WHEN _row_kind IN ('+I', '+U') THEN {row} END,
+                   'op', CASE _row_kind {" ".join(f"WHEN '{k}' THEN '{v}'" for k, v in DEBEZIUM_OPS.items())} END
+               )) AS json, _commit, _offset
+            FROM (SELECT *, lag(CASE WHEN _row_kind = '-U' THEN {row} END)
+                            OVER (PARTITION BY _commit, {keys} ORDER BY _offset) AS before FROM {{log}})
+            WHERE _row_kind <> '-U' ORDER BY _commit, _offset""",
+        log=changelog,
+    )
+
+
+def apply_upserts(spark: SparkSession, spec: TableSpec, upserts: DataFrame) -> DataFrame:
+    """What an upsert sink holds after consuming `upserts` from empty: the last value per key."""
+    keys = ", ".join(quote(k) for k in spec.primary_key)
+    columns = ", ".join(f"last.value.{quote(c)} AS {quote(c)}" for c in spec.column_names)
+    return spark.sql(
+        f"SELECT {columns} FROM (SELECT {keys}, max_by(named_struct('value', value), "
+        f"named_struct('c', _commit, 'o', _offset)) AS last FROM {{upserts}} GROUP BY {keys}) "
+        "WHERE last.value IS NOT NULL",
+        upserts=upserts,
+    )
+
+
+def snapshot_diff(spark: SparkSession, spec: TableSpec, old: DataFrame, new: DataFrame) -> DataFrame:
+    """The changelog that turns snapshot `old` into `new`: +I, -D, and -U/+U for changed rows only."""
+    on = " AND ".join(f"o.{quote(k)} <=> n.{quote(k)}" for k in spec.primary_key)
+    old_row, new_row = _row_struct(spec, "o."), _row_struct(spec, "n.")
+    present = f"n.{quote(spec.primary_key[0])} IS NOT NULL"
+    existed = f"o.{quote(spec.primary_key[0])} IS NOT NULL"
+    changed = " OR ".join(f"NOT (o.{quote(c)} <=> n.{quote(c)})" for c in spec.value_columns) or "false"
+    entries = f"""CASE
+        WHEN NOT {existed} THEN array(named_struct('k', '+I', 'v', {new_row}))
+        WHEN NOT {present} THEN array(named_struct('k', '-D', 'v', {old_row}))
+        WHEN {changed} THEN array(named_struct('k', '-U', 'v', {old_row}), named_struct('k', '+U', 'v', {new_row}))
+        ELSE CAST(array() AS array<struct<k:string, v:struct<{", ".join(f"{quote(c.name)}:{c.type}" for c in spec.columns)}>>>)
+    END"""
+    columns = ", ".join(f"e.v.{quote(c)} AS {quote(c)}" for c in spec.column_names)
+    return spark.sql(
+        f"SELECT e.k AS _row_kind, {columns} FROM (SELECT {entries} AS entries FROM {{old}} o FULL OUTER JOIN "
+        f"{{new}} n ON {on}) LATERAL VIEW inline(entries) e",
+        old=old,
+        new=new,
+    )
+
+
+ENCODINGS = {
+    "append": append_only,
+    "retract": retract,
+    "upsert": upsert,
+    "flink-json": flink_json,
+    "debezium": debezium,
+}
