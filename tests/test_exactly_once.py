@@ -106,13 +106,14 @@ def test_recover_finishes_a_logged_commit_without_a_new_write(spark: Any, tmp_pa
     path = tmp_path / "t"
     table = WideTable.create(spark, path, COLUMNS, ["k"], OPTIONS)
     write_in_killed_process(path, 0, "after-changelog-commit")
-    assert table.read().count() == 0
+    expected = [(1, "a", 10, 1), (2, "b", 5, 1), (3, "c", 7, 1)]
+    assert spark.read.format("delta").load(str(path)).count() == 0
+    assert table.pending_commits() == [1]
+    # The logged commit is already visible: read() is the Delta table plus pending commits.
+    assert sorted(tuple(r) for r in table.read().collect()) == expected
     assert table.recover() is True
-    assert sorted(tuple(r) for r in table.read().collect()) == [
-        (1, "a", 10, 1),
-        (2, "b", 5, 1),
-        (3, "c", 7, 1),
-    ]
+    assert table.pending_commits() == []
+    assert sorted(tuple(r) for r in spark.read.format("delta").load(str(path)).collect()) == expected
     assert table.recover() is False
 
 

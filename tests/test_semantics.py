@@ -165,3 +165,31 @@ def test_fluss_delete_naming_only_the_key_removes_the_row(spark: Any, tmp_path: 
     write(spark, table, [(1, "-D")], "k int, _row_kind string")
     assert rows(table) == [(2, "b", 2)]
     assert changelog(table, 2) == [("-D", 1, "a", 1, 2)]
+
+
+def test_column_names_that_match_internal_names(spark: Any, tmp_path: Path) -> None:
+    """User columns named like the engine's internal aliases must not collide with them."""
+    columns = [("first", "int"), ("last", "string"), ("k", "string"), ("before", "string"), ("value", "int")]
+    options = {"changelog-producer": "lookup", "write-only": "true"}
+    table = WideTable.create(spark, tmp_path / "t", columns, ["first", "last"], options)
+    ddl = "first int, last string, k string, before string, value int"
+    table.write(spark.createDataFrame([(1, "x", "a", "b", 1)], ddl))
+    table.write(spark.createDataFrame([(1, "x", "c", None, 2)], ddl))
+    table.compact()
+    assert rows(table) == [(1, "x", "c", None, 2)]
+    assert [r["_row_kind"] for r in table.changelog().collect()] == ["+I"]
+    for encoding in ("upsert", "debezium", "flink-json", "retract"):
+        assert table.export(encoding).count() == 1
+
+
+def test_full_compaction_changelog_every_n_commits(spark: Any, tmp_path: Path) -> None:
+    """C3: with full-compaction.delta-commits=2, intermediate states are not visible in the changelog."""
+    options = {"changelog-producer": "full-compaction", "full-compaction.delta-commits": "2"}
+    table = WideTable.create(spark, tmp_path / "t", KV, ["k"], options)
+    for data in ([(1, "a", 1)], [(1, "b", 2), (2, "x", 1)], [(2, "y", 2)], [(2, "y", 2)]):
+        write(spark, table, data)
+    assert changelog(table, 1) == [] and changelog(table, 3) == []
+    assert sorted(changelog(table, 2)) == [("+I", 1, "b", 2, 2), ("+I", 2, "x", 1, 2)]
+    # commits 3 and 4 touch key 2 only: x -> y, then y again; one -U/+U for the pair
+    assert changelog(table, 4) == [("-U", 2, "x", 1, 4), ("+U", 2, "y", 2, 4)]
+    assert rows(table) == [(1, "b", 2), (2, "y", 2)]

@@ -223,8 +223,9 @@ def input_changelog(spark: SparkSession, batch: PreparedBatch) -> DataFrame:
     )
 
 
-def _first_and_last(spec: TableSpec) -> str:
-    """Per key of a commit's entries: its first and last entry (row kind, image, comparable image)."""
+def _first_and_last(spec: TableSpec, across_commits: bool = False) -> str:
+    """Per key of a commit's entries (or several commits'): its first and last entry (row kind, image,
+    comparable image)."""
     keys = ", ".join(quote(k) for k in spec.primary_key)
     image = "named_struct(" + ", ".join(f"'{c}', {quote(c)}" for c in spec.value_columns) + ")"
     compared = (
@@ -233,23 +234,57 @@ def _first_and_last(spec: TableSpec) -> str:
         + ")"
     )
     entry = f"named_struct('k', _row_kind, 'v', {image}, 'c', {compared})"
+    order = "named_struct('c', _commit, 'o', _offset)" if across_commits else "_offset"
     return (
-        f"SELECT {keys}, max_by({entry}, _offset) AS last, min_by({entry}, _offset) AS first "
+        f"SELECT {keys}, max_by({entry}, {order}) AS _last, min_by({entry}, {order}) AS _first "
         f"FROM {{entries}} GROUP BY {keys}"
     )
 
 
-UNCHANGED = "(first.k = '-U' AND last.k = '+U' AND first.c <=> last.c)"
-EXISTED = "first.k IN ('-U', '-D')"
-EXISTS = "last.k IN ('+I', '+U')"
+UNCHANGED = "(_first.k = '-U' AND _last.k = '+U' AND _first.c <=> _last.c)"
+EXISTED = "_first.k IN ('-U', '-D')"
+EXISTS = "_last.k IN ('+I', '+U')"
 
 
-def final_images(spark: SparkSession, spec: TableSpec, entries: DataFrame) -> DataFrame:
+def final_images(
+    spark: SparkSession, spec: TableSpec, entries: DataFrame, across_commits: bool = False
+) -> DataFrame:
     """Per key whose row changed: its last changelog image (`_row_kind` '-D' = delete) to apply."""
     keys = ", ".join(quote(k) for k in spec.primary_key)
-    values = "".join(f", last.v.{quote(c)} AS {quote(c)}" for c in spec.value_columns)
+    values = "".join(f", _last.v.{quote(c)} AS {quote(c)}" for c in spec.value_columns)
     return spark.sql(
-        f"SELECT {keys}, last.k AS _row_kind{values} FROM ({_first_and_last(spec)}) WHERE NOT {UNCHANGED}",
+        f"SELECT {keys}, _last.k AS _row_kind{values} FROM ({_first_and_last(spec, across_commits)}) "
+        f"WHERE NOT {UNCHANGED}",
+        entries=entries,
+    )
+
+
+def collapsed_transitions(spark: SparkSession, spec: TableSpec, entries: DataFrame) -> DataFrame:
+    """C3 over several commits: one transition per key from its first image to its last, as a
+    lookup changelog produced at compaction shows them (intermediate states are not visible)."""
+    keys = ", ".join(quote(k) for k in spec.primary_key)
+    merge = spec.merge
+    ignored = set(merge.row_deduplicate_ignore_fields) if merge.row_deduplicate else set()
+    same = " AND ".join(
+        f"_first.c.{quote(c)} <=> _last.c.{quote(c)}" for c in spec.value_columns if c not in ignored
+    )
+    update = f"NOT ({same or 'true'})" if merge.row_deduplicate else "true"
+    value_type = ", ".join(f"{quote(c)}:{spec.column(c).type}" for c in spec.value_columns)
+
+    def entry(kind: str, index: int, side: str) -> str:
+        return f"named_struct('_k', '{kind}', '_i', {index}, '_v', {side}.v)"
+
+    transitions = f"""CASE
+      WHEN NOT {EXISTED} AND {EXISTS} THEN array({entry("+I", 0, "_last")})
+      WHEN {EXISTED} AND NOT {EXISTS} THEN array({entry("-D", 0, "_first")})
+      WHEN {EXISTED} AND {EXISTS} AND {update} THEN array({entry("-U", 0, "_first")}, {entry("+U", 1, "_last")})
+      ELSE CAST(array() AS array<struct<_k:string, _i:int, _v:struct<{value_type}>>>)
+    END"""
+    values = "".join(f", t._v.{quote(c)} AS {quote(c)}" for c in spec.value_columns)
+    return spark.sql(
+        f"SELECT t._k AS _row_kind, {keys}{values}, "
+        f"CAST(row_number() OVER (ORDER BY {keys}, t._i) - 1 AS BIGINT) AS _offset "
+        f"FROM ({_first_and_last(spec, across_commits=True)}) LATERAL VIEW inline({transitions}) t",
         entries=entries,
     )
 

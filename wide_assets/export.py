@@ -75,12 +75,12 @@ def debezium(spark: SparkSession, spec: TableSpec, changelog: DataFrame) -> Data
     row = _row_struct(spec)
     return spark.sql(
         f"""SELECT to_json(named_struct(
-                   'before', CASE WHEN _row_kind = '-D' THEN {row} WHEN _row_kind = '+U' THEN before END,
+                   'before', CASE WHEN _row_kind = '-D' THEN {row} WHEN _row_kind = '+U' THEN _before END,
                    'after', CASE WHEN _row_kind IN ('+I', '+U') THEN {row} END,
                    'op', CASE _row_kind {" ".join(f"WHEN '{k}' THEN '{v}'" for k, v in DEBEZIUM_OPS.items())} END
                )) AS json, _commit, _offset
             FROM (SELECT *, lag(CASE WHEN _row_kind = '-U' THEN {row} END)
-                            OVER (PARTITION BY _commit, {keys} ORDER BY _offset) AS before FROM {{log}})
+                            OVER (PARTITION BY _commit, {keys} ORDER BY _offset) AS _before FROM {{log}})
             WHERE _row_kind <> '-U' ORDER BY _commit, _offset""",
         log=changelog,
     )
@@ -89,11 +89,11 @@ def debezium(spark: SparkSession, spec: TableSpec, changelog: DataFrame) -> Data
 def apply_upserts(spark: SparkSession, spec: TableSpec, upserts: DataFrame) -> DataFrame:
     """What an upsert sink holds after consuming `upserts` from empty: the last value per key."""
     keys = ", ".join(quote(k) for k in spec.primary_key)
-    columns = ", ".join(f"last.value.{quote(c)} AS {quote(c)}" for c in spec.column_names)
+    columns = ", ".join(f"_last.value.{quote(c)} AS {quote(c)}" for c in spec.column_names)
     return spark.sql(
         f"SELECT {columns} FROM (SELECT {keys}, max_by(named_struct('value', value), "
-        f"named_struct('c', _commit, 'o', _offset)) AS last FROM {{upserts}} GROUP BY {keys}) "
-        "WHERE last.value IS NOT NULL",
+        f"named_struct('c', _commit, 'o', _offset)) AS _last FROM {{upserts}} GROUP BY {keys}) "
+        "WHERE _last.value IS NOT NULL",
         upserts=upserts,
     )
 

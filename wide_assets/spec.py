@@ -209,6 +209,8 @@ class MergeOptions:
     changelog_image: str = "FULL"
     version_column: str | None = None
     auto_increment: str | None = None
+    # Paimon 'write-only': writers only append merged fragments; a dedicated compaction applies them.
+    write_only: bool = False
 
     @classmethod
     def parse(cls, spec: TableSpec) -> MergeOptions:
@@ -216,6 +218,17 @@ class MergeOptions:
         dialect = _dialect(spec.options)
         _warn_unknown(spec.options, dialect)
         return _parse_fluss(spec) if dialect == "fluss" else _parse_paimon(spec)
+
+    @property
+    def changelog_at_compaction(self) -> bool:
+        """Whether the changelog is produced when commits are folded together rather than per commit:
+        Paimon's lookup/full-compaction producers on a write-only table (at its compaction), and the
+        full-compaction producer every `full-compaction.delta-commits` commits."""
+        if self.dialect != "paimon" or self.changelog_producer not in ("lookup", "full-compaction"):
+            return False
+        return self.write_only or (
+            self.changelog_producer == "full-compaction" and self.full_compaction_delta_commits > 1
+        )
 
     def group_of(self, column: str) -> SequenceGroup | None:
         """The sequence group protecting `column` (or whose sequence field it is)."""
@@ -381,6 +394,7 @@ def _parse_paimon(spec: TableSpec) -> MergeOptions:
             options.get("changelog-producer.row-deduplicate-ignore-fields", "")
         ),
         full_compaction_delta_commits=int(options.get("full-compaction.delta-commits", "1")),
+        write_only=_bool(options, "write-only"),
     )
     _validate_paimon(spec, merge)
     return merge
@@ -508,11 +522,8 @@ def _validate_paimon(spec: TableSpec, merge: MergeOptions) -> None:
         raise InvalidOptionError(
             "Sequence groups ('fields.<f>.sequence-group') are only supported by the partial-update merge engine."
         )
-    if merge.changelog_producer == "full-compaction" and merge.full_compaction_delta_commits != 1:
-        raise InvalidOptionError(
-            "full-compaction.delta-commits other than 1 is not supported yet: the full-compaction changelog "
-            "is produced at every commit."
-        )
+    if merge.full_compaction_delta_commits < 1:
+        raise InvalidOptionError("full-compaction.delta-commits must be at least 1.")
     if merge.engine == "first-row" and merge.changelog_producer not in ("none", "lookup"):
         raise InvalidOptionError(
             "Only support 'none' and 'lookup' changelog-producer on FIRST_MERGE merge engine"
@@ -585,6 +596,7 @@ def _parse_fluss(spec: TableSpec) -> MergeOptions:
         version_column=version_column,
         auto_increment=auto_increment,
         changelog_producer="lookup",
+        write_only=_bool(options, "write-only"),
     )
 
 

@@ -32,7 +32,9 @@ from pyspark.sql import DataFrame, SparkSession
 
 from wide_assets import faults
 from wide_assets.batch import (
+    apply_images,
     assign_auto_increment,
+    collapsed_transitions,
     final_images,
     input_changelog,
     merge_batch,
@@ -115,6 +117,25 @@ class CommitInfo:
         )
 
 
+@dataclass(frozen=True)
+class CompactionInfo:
+    """The marker row of one compaction: the table holds every commit up to `through`."""
+
+    through: int
+    commits: int
+    applied_rows: int
+    version_before: int
+    version_after: int
+    written_at: str
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> CompactionInfo:
+        return cls(**json.loads(text))
+
+
 class WideTable:
     """A wide table at `path`: create or open it, then write changes, read rows and its changelog."""
 
@@ -192,7 +213,14 @@ class WideTable:
             reader = reader.option("versionAsOf", version)
         if timestamp is not None:
             reader = reader.option("timestampAsOf", timestamp)
-        return reader.load(self.path).select(*[quote(c) for c in self.spec.column_names])
+        base = reader.load(self.path).select(*[quote(c) for c in self.spec.column_names])
+        if version is not None or timestamp is not None:
+            return base
+        pending = self.pending_commits()
+        if not pending:
+            return base
+        # Union read: the Delta table plus the logged commits it does not hold yet.
+        return apply_images(self.spark, self.spec, base, self._images(pending))
 
     def diff(self, from_version: int, to_version: int | None = None) -> DataFrame:
         """The changelog (+I, -U/+U, -D; changed rows only) from one Delta version to another (default now)."""
@@ -219,6 +247,8 @@ class WideTable:
                 "'input', 'lookup' or 'full-compaction' to read a changelog."
             )
         origin = CHANGELOG_ORIGIN.get(merge.changelog_producer, "merged")
+        if merge.changelog_at_compaction:
+            origin = "compacted"
         conditions = [f"_origin = '{origin}'"]
         if start_commit is not None:
             conditions.append(f"_commit >= {int(start_commit)}")
@@ -271,15 +301,43 @@ class WideTable:
 
         return DeltaTable(self.path).version()
 
-    def commits(self) -> list[CommitInfo]:
-        """Every commit's marker, oldest first (read through delta-rs: no Spark job)."""
+    def _markers(self) -> tuple[list[CommitInfo], list[CompactionInfo]]:
+        """Commit and compaction markers, oldest first (read through delta-rs: no Spark job)."""
         from deltalake import DeltaTable
 
         log = DeltaTable(self.changelog_path).to_pyarrow_table(
-            columns=["_commit_info"], filters=[("_origin", "=", "commit")]
+            columns=["_origin", "_commit_info"], filters=[("_origin", "in", ["commit", "compaction"])]
         )
-        infos = [CommitInfo.from_json(text) for text in log.column("_commit_info").to_pylist()]
-        return sorted(infos, key=lambda info: info.commit)
+        commits, compactions = [], []
+        for origin, text in zip(
+            log.column("_origin").to_pylist(), log.column("_commit_info").to_pylist(), strict=True
+        ):
+            if origin == "commit":
+                commits.append(CommitInfo.from_json(text))
+            else:
+                compactions.append(CompactionInfo.from_json(text))
+        return sorted(commits, key=lambda c: c.commit), sorted(compactions, key=lambda c: c.through)
+
+    def commits(self) -> list[CommitInfo]:
+        """Every commit's marker, oldest first."""
+        return self._markers()[0]
+
+    def compactions(self) -> list[CompactionInfo]:
+        """Every compaction's marker, oldest first."""
+        return self._markers()[1]
+
+    def pending_commits(self) -> list[int]:
+        """Commits logged but not in the Delta table yet: a write-only table's uncompacted fragments, or
+        a copy-on-write commit whose MERGE a crash cut short (it still shows in `read()`)."""
+        commits, compactions = self._markers()
+        if not commits:
+            return []
+        if self.spec.merge.write_only:
+            through = compactions[-1].through if compactions else 0
+        else:
+            last = commits[-1]
+            through = last.commit - 1 if self.version == last.base_version else last.commit
+        return [c.commit for c in commits if c.commit > through]
 
     @property
     def last_commit(self) -> int:
@@ -318,7 +376,7 @@ class WideTable:
                 input_records=0,
                 target_columns=batch.context.target_columns,
             )
-            stored = self.spark.read.format("delta").option("versionAsOf", base_version).load(self.path)
+            stored = self.read()
             if self.spec.merge.auto_increment is not None:
                 next_id = next((c.next_auto_increment for c in reversed(commits) if c.next_auto_increment), 1)
                 batch, next_id = assign_auto_increment(self.spark, batch, stored, next_id)
@@ -327,10 +385,27 @@ class WideTable:
             parts = [self._log_rows(entries, info.commit, "merged")]
             if self.spec.merge.changelog_producer == "input":
                 parts.append(self._log_rows(input_changelog(self.spark, batch), info.commit, "input"))
+            every = self.spec.merge.full_compaction_delta_commits
+            if (
+                self.spec.merge.changelog_at_compaction
+                and not self.spec.merge.write_only
+                and info.commit % every == 0
+            ):
+                # Full compaction every N commits: their changes collapse into one changelog, committed
+                # atomically with this commit.
+                window = parts[0]
+                if every > 1:
+                    window = self._merged_entries(
+                        list(range(info.commit - every + 1, info.commit))
+                    ).unionByName(window)
+                transitions = collapsed_transitions(self.spark, self.spec, window)
+                parts.append(self._log_rows(transitions, info.commit, "compacted"))
+            info = replace(info, input_records=batch.frame.count())
             faults.checkpoint("before-changelog-commit")
-            self._append_log(parts, info, batch.frame)
+            self._append_log(parts, info.commit, "commit", info.to_json())
             faults.checkpoint("after-changelog-commit")
-            self._apply(info.commit)
+            if not self.spec.merge.write_only:
+                self._merge_images(self._images([info.commit]))
             faults.checkpoint("after-table-commit")
             return self._result(self._commit_info(info.commit), recovered=recovered)
 
@@ -340,11 +415,63 @@ class WideTable:
             return self._recover()
 
     def _recover(self) -> bool:
-        commits = self.commits()
-        if not commits or self.version != commits[-1].base_version:
-            return False
-        self._apply(commits[-1].commit)
-        return True
+        if self.spec.merge.write_only:
+            return False  # pending fragments are the compaction's to apply
+        pending = self.pending_commits()
+        return bool(pending) and self._merge_images(self._images(pending)) > 0
+
+    def compact(self) -> CompactionInfo | None:
+        """Fold every pending commit into the Delta table with one MERGE (the dedicated compaction job
+        of a write-only table); None when nothing is pending. Crash safe: the MERGE is idempotent and the
+        marker that ends it is written after it."""
+        with self._locked():
+            self._recover()
+            pending = self.pending_commits()
+            if not pending:
+                return None
+            version_before = self.version
+            entries = self._merged_entries(pending)
+            applied = self._merge_images(final_images(self.spark, self.spec, entries, across_commits=True))
+            faults.checkpoint("after-compaction-merge")
+            info = CompactionInfo(
+                through=pending[-1],
+                commits=len(pending),
+                applied_rows=applied,
+                version_before=version_before,
+                version_after=self.version,
+                written_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            )
+            parts = []
+            if self.spec.merge.changelog_at_compaction:
+                transitions = collapsed_transitions(self.spark, self.spec, entries)
+                parts.append(self._log_rows(transitions, info.through, "compacted"))
+            self._append_log(parts, info.through, "compaction", info.to_json())
+            return info
+
+    def optimize(self, z_order: Sequence[str] | None = None) -> dict[str, Any]:
+        """Small-file compaction (delta-rs OPTIMIZE, optionally Z-ordered) of the table and its log."""
+        from deltalake import DeltaTable
+
+        with self._locked():
+            self._recover()
+            table = DeltaTable(self.path)
+            metrics = table.optimize.z_order(list(z_order)) if z_order else table.optimize.compact()
+            DeltaTable(self.changelog_path).optimize.compact()
+            return metrics
+
+    def vacuum(self, retention_hours: int | None = None, dry_run: bool = False) -> list[str]:
+        """Delete files no version within the retention needs (delta-rs VACUUM). The retention can never
+        go below the table's `delta.deletedFileRetentionDuration` (7 days unless set), so readers of
+        recent versions and time travel keep working."""
+        from deltalake import DeltaTable
+
+        with self._locked():
+            removed = []
+            for path in (self.path, self.changelog_path):
+                removed += DeltaTable(path).vacuum(
+                    retention_hours=retention_hours, dry_run=dry_run, enforce_retention_duration=True
+                )
+            return removed
 
     def _log_rows(self, entries: DataFrame, commit: int, origin: str) -> DataFrame:
         columns = ", ".join(quote(c) for c in self.spec.column_names)
@@ -354,17 +481,14 @@ class WideTable:
             entries=entries,
         )
 
-    def _append_log(self, parts: list[DataFrame], info: CommitInfo, frame: DataFrame) -> None:
-        """One atomic Delta commit: the entries plus the commit's marker row (input count inside)."""
-        input_records = frame.count()
-        marker_info = CommitInfo(**{**asdict(info), "input_records": input_records, "txn": info.txn})
+    def _append_log(self, parts: list[DataFrame], commit: int, origin: str, info_json: str) -> None:
+        """One atomic Delta commit: the entries plus their marker row (`origin` = commit|compaction)."""
         nulls = ", ".join(f"CAST(NULL AS {c.type}) AS {quote(c.name)}" for c in self.spec.columns)
-        marker = self.spark.sql(
-            f"SELECT CAST({info.commit} AS BIGINT) AS _commit, CAST(-1 AS BIGINT) AS _offset, "
-            f"CAST(NULL AS STRING) AS _row_kind, 'commit' AS _origin, {nulls}, "
-            f"{_sql_literal(marker_info.to_json())} AS _commit_info"
+        rows = self.spark.sql(
+            f"SELECT CAST({commit} AS BIGINT) AS _commit, CAST(-1 AS BIGINT) AS _offset, "
+            f"CAST(NULL AS STRING) AS _row_kind, '{origin}' AS _origin, {nulls}, "
+            f"{_sql_literal(info_json)} AS _commit_info"
         )
-        rows = marker
         for part in parts:
             rows = rows.unionByName(part)
         try:
@@ -372,16 +496,22 @@ class WideTable:
         except Exception as error:
             raise (merge_error(error) or error) from error
 
-    def _apply(self, commit: int) -> None:
-        """MERGE the commit's final images, read back from the log, into the wide table (idempotent)."""
+    def _images(self, commits: list[int]) -> DataFrame:
+        """The final image per key of `commits`, read back from the log (absolute values: idempotent)."""
+        return final_images(self.spark, self.spec, self._merged_entries(commits), across_commits=True)
+
+    def _merge_images(self, images: DataFrame) -> int:
+        """MERGE final images into the Delta table; returns how many rows it upserts or deletes."""
         spec = self.spec
-        images = final_images(self.spark, spec, self._merged_entries(commit))
+        count = images.count()
+        if count == 0:
+            return 0
         on = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in spec.primary_key)
         assignments = ", ".join(f"t.{quote(c)} = s.{quote(c)}" for c in spec.value_columns)
         update = f"WHEN MATCHED THEN UPDATE SET {assignments} " if assignments else ""
         columns = ", ".join(quote(c) for c in spec.column_names)
         values = ", ".join(f"s.{quote(c)}" for c in spec.column_names)
-        view = f"wide_assets_apply_{os.getpid()}_{id(self)}_{commit}"
+        view = f"wide_assets_apply_{os.getpid()}_{id(self)}"
         images.createOrReplaceTempView(view)
         try:
             self.spark.sql(
@@ -392,6 +522,7 @@ class WideTable:
             ).collect()
         finally:
             self.spark.catalog.dropTempView(view)
+        return count
 
     def _commit_info(self, commit: int) -> CommitInfo:
         for info in self.commits():
@@ -399,16 +530,24 @@ class WideTable:
                 return info
         raise TableStateError(f"Commit {commit} is not in the changelog of {self.path}.")
 
-    def _merged_entries(self, commit: int) -> DataFrame:
-        log = self.spark.read.format("delta").load(self.changelog_path)
+    def _merged_entries(self, commits: list[int]) -> DataFrame:
+        """The merged changelog entries of `commits` (a contiguous range), from the log as it is now."""
+        from deltalake import DeltaTable
+
+        log = (
+            self.spark.read.format("delta")
+            .option("versionAsOf", DeltaTable(self.changelog_path).version())
+            .load(self.changelog_path)
+        )
         return self.spark.sql(
-            f"SELECT * FROM {{log}} WHERE _commit = {commit} AND _origin = 'merged'", log=log
+            f"SELECT * FROM {{log}} WHERE _commit BETWEEN {min(commits)} AND {max(commits)} AND _origin = 'merged'",
+            log=log,
         )
 
     def _result(self, info: CommitInfo, skipped: bool = False, recovered: bool = False) -> WriteResult:
         from deltalake import DeltaTable
 
-        entries = self._merged_entries(info.commit)
+        entries = self._merged_entries([info.commit])
         return WriteResult(
             commit=info.commit,
             version=self.version,
