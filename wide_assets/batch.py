@@ -234,10 +234,18 @@ def _first_and_last(spec: TableSpec, across_commits: bool = False) -> str:
         + ")"
     )
     entry = f"named_struct('k', _row_kind, 'v', {image}, 'c', {compared})"
-    order = "named_struct('c', _commit, 'o', _offset)" if across_commits else "_offset"
+    # Window ranks in both directions pick each key's first and last entry: no max_by/min_by over
+    # structs (slow on Sail), no ordering of the values (maps have none), no map lookups (wrong on
+    # Sail 0.7.2 past 16,384 groups) and no lambdas (Sail mis-types some struct lambda variables).
+    order = "_commit, _offset" if across_commits else "_offset"
+    descending = "_commit DESC, _offset DESC" if across_commits else "_offset DESC"
+    on = " AND ".join(f"f.{quote(k)} = l.{quote(k)}" for k in spec.primary_key)
     return (
-        f"SELECT {keys}, max_by({entry}, {order}) AS _last, min_by({entry}, {order}) AS _first "
-        f"FROM {{entries}} GROUP BY {keys}"
+        f"SELECT {', '.join(f'f.{quote(k)}' for k in spec.primary_key)}, f.e AS _first, l.e AS _last FROM "
+        f"(SELECT {keys}, {entry} AS e, row_number() OVER (PARTITION BY {keys} ORDER BY {order}) AS n "
+        f"FROM {{entries}}) f JOIN "
+        f"(SELECT {keys}, {entry} AS e, row_number() OVER (PARTITION BY {keys} ORDER BY {descending}) AS n "
+        f"FROM {{entries}}) l ON {on} AND f.n = 1 AND l.n = 1"
     )
 
 

@@ -81,7 +81,19 @@ class MergeContext:
         return self.spec.value_columns
 
     def ref(self, var: str, column: str) -> str:
+        if var == "r" and self.is_map(column):
+            return f"map_from_entries(r.{self.aliases[column]})"
         return f"{var}.{self.aliases[column]}"
+
+    def is_map(self, column: str) -> bool:
+        """Map values travel through a key's records as their entries: the records are sorted by
+        rank, and Spark can only sort structs whose fields are all orderable (maps are not)."""
+        return self.fold_type(column).startswith("map<")
+
+    def record_value(self, column: str) -> str:
+        """A value as it is stored in a record of the fold (see `is_map`)."""
+        alias = self.aliases[column]
+        return f"map_entries({alias})" if self.is_map(column) else alias
 
     def column(self, name: str) -> Column:
         return self.spec.column(name)

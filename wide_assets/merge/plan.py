@@ -65,7 +65,7 @@ def merge_query(ctx: MergeContext) -> str:
     join = " AND ".join(f"t.{quote(k)} = x.{a}" for k, a in zip(spec.primary_key, keys, strict=True))
     record_fields = ", ".join(
         ["'_rank', _rank", "'_kind', _kind", "'_stored', _stored", "'_arrival', _arrival"]
-        + [f"'{ctx.aliases[c]}', {ctx.aliases[c]}" for c in ctx.values]
+        + [f"'{ctx.aliases[c]}', {ctx.record_value(c)}" for c in ctx.values]
     )
     stored_row = ctx.row("r")
     key_list = ", ".join(keys)
@@ -90,17 +90,15 @@ WITH b AS (
 ), ranked AS (
   SELECT *, row_number() OVER (PARTITION BY {key_list} ORDER BY {merge_order(ctx)}) AS _rank FROM u
 ), grouped AS (
+  -- The rank leads each record struct and is unique per key, so sorting the structs orders them by
+  -- rank. (Indexing a map by rank would not: Sail 0.7.2 looks such maps up wrongly past 16,384 groups.)
   SELECT {key_list},
-         map_from_entries(collect_list(struct(_rank, named_struct({record_fields})))) AS by_rank,
+         sort_array(collect_list(named_struct({record_fields}))) AS recs,
          min(_arrival) AS _first
   FROM ranked GROUP BY {key_list}
-), ordered AS (
-  -- Ranks are 1..n per key; indexing by rank orders records whatever their value types (a sort of
-  -- the structs themselves would need every column to be orderable, and maps are not).
-  SELECT {key_list}, _first, transform(sequence(1, size(by_rank)), i -> by_rank[i]) AS recs FROM grouped
 ), with_stored AS (
   SELECT *, aggregate(filter(recs, r -> r._stored), CAST(NULL AS {ctx.row_type}), (b, r) -> {stored_row}) AS before
-  FROM ordered
+  FROM grouped
 ), folded AS (
   SELECT {key_list}, _first, before, {fold} AS st FROM with_stored
 )"""

@@ -1,0 +1,109 @@
+"""Copy-on-write vs write-only (+ one compaction) on one table: seconds and Delta file counts.
+
+    .venv/bin/python bench/write_modes.py [--rows 1000000] [--batch 10000] [--batches 5]
+
+A Paimon partial-update table with two sequence groups is loaded with `--rows` keys, then receives
+`--batches` incremental writes of `--batch` records (90% updates of random existing keys, 10% new
+keys), once in each mode; the write-only table is compacted at the end. Both tables' rows are compared
+(they must be equal). All numbers come from this one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from deltalake import DeltaTable
+
+from wide_assets import WideTable, get_spark
+
+COLUMNS = [
+    ("id", "bigint"),
+    ("name", "string"),
+    ("name_ts", "bigint"),
+    ("price", "double"),
+    ("price_ts", "bigint"),
+]
+OPTIONS = {
+    "merge-engine": "partial-update",
+    "fields.name_ts.sequence-group": "name",
+    "fields.price_ts.sequence-group": "price",
+}
+
+
+def files(path: str) -> int:
+    return len(DeltaTable(path).file_uris())
+
+
+def batch(spark: Any, rows: int, size: int, seed: int) -> Any:
+    """`size` records: mostly updates of existing keys, one group each, some with an older timestamp."""
+    return spark.sql(
+        f"""SELECT CASE WHEN rand({seed}) < 0.9 THEN CAST(rand({seed + 1}) * {rows} AS BIGINT)
+                        ELSE {rows} + {seed} * {size} + id END AS id,
+                   CASE WHEN id % 2 = 0 THEN concat('n', id, '_', {seed}) END AS name,
+                   CASE WHEN id % 2 = 0 THEN {seed} + 1 END AS name_ts,
+                   CASE WHEN id % 2 = 1 THEN rand({seed + 2}) * 100 END AS price,
+                   CASE WHEN id % 2 = 1 THEN {seed} + 1 END AS price_ts
+            FROM range({size})"""
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--batch", type=int, default=10_000)
+    parser.add_argument("--batches", type=int, default=5)
+    args = parser.parse_args()
+    spark = get_spark()
+    initial = spark.sql(
+        f"SELECT id, concat('n', id) AS name, 0L AS name_ts, CAST(id % 100 AS DOUBLE) AS price, 0L AS price_ts "
+        f"FROM range({args.rows})"
+    )
+    results: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory() as lake:
+        # Both modes must receive identical records: materialize the random batches once.
+        batches = []
+        for seed in range(1, args.batches + 1):
+            batch(spark, args.rows, args.batch, seed).write.parquet(f"{lake}/batch{seed}")
+            batches.append(spark.read.parquet(f"{lake}/batch{seed}"))
+        tables = {}
+        for mode, extra in (("copy-on-write", {}), ("write-only", {"write-only": "true"})):
+            table = WideTable.create(spark, Path(lake) / mode, COLUMNS, ["id"], {**OPTIONS, **extra})
+            started = time.perf_counter()
+            table.write(initial)
+            if mode == "write-only":
+                table.compact()
+            load = time.perf_counter() - started
+            started = time.perf_counter()
+            for records in batches:
+                table.write(records)
+            writes = time.perf_counter() - started
+            files_before = files(table.path)
+            started = time.perf_counter()
+            table.compact()
+            compaction = time.perf_counter() - started
+            results[mode] = {
+                "load_s": load,
+                "writes_s": writes,
+                "per_write_s": writes / args.batches,
+                "table_files_after_writes": files_before,
+                "log_files": files(table.changelog_path),
+                "compaction_s": compaction,
+                "table_files_after_compaction": files(table.path),
+            }
+            tables[mode] = table
+        equal = tables["copy-on-write"].read().exceptAll(tables["write-only"].read()).count() == 0
+    print(f"rows={args.rows} batch={args.batch} batches={args.batches} equal_results={equal}")
+    keys = list(next(iter(results.values())))
+    print(f"{'metric':<30}" + "".join(f"{mode:>16}" for mode in results))
+    for key in keys:
+        print(f"{key:<30}" + "".join(f"{results[mode][key]:>16.2f}" for mode in results))
+    ratio = results["copy-on-write"]["per_write_s"] / results["write-only"]["per_write_s"]
+    print(f"write-only writes are {ratio:.2f}x faster than copy-on-write writes")
+
+
+if __name__ == "__main__":
+    main()
