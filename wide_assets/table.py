@@ -139,7 +139,7 @@ class CompactionInfo:
 class WideTable:
     """A wide table at `path`: create or open it, then write changes, read rows and its changelog."""
 
-    def __init__(self, spark: SparkSession, path: str, spec: TableSpec) -> None:
+    def __init__(self, spark: SparkSession | None, path: str, spec: TableSpec) -> None:
         self.spark = spark
         self.path = str(path)
         self.spec = spec
@@ -184,8 +184,9 @@ class WideTable:
         return table
 
     @classmethod
-    def open(cls, spark: SparkSession, path: str | os.PathLike[str]) -> WideTable:
-        """Open an existing table; its definition is read from the Delta metadata."""
+    def open(cls, spark: SparkSession | None, path: str | os.PathLike[str]) -> WideTable:
+        """Open an existing table; its definition is read from the Delta metadata. Without a session
+        (`spark=None`) only the metadata methods work: commits, compactions, pending_commits, version."""
         from deltalake import DeltaTable
 
         path = str(path)

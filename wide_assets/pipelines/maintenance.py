@@ -1,0 +1,248 @@
+"""Maintenance of a wide table (seed 002's "write-only writers + one dedicated compaction job"): the
+compaction job, its off-peak schedule, a sensor on Delta metadata, and the changelog checks.
+
+The sensor reads only the commit log and Delta metadata through delta-rs (pending commits, files,
+bytes, how long the oldest pending commit has waited); it never starts Spark. The compaction op runs in
+the table's concurrency pool, so it never races a MERGE of the table's asset.
+
+No `from __future__ import annotations` here: Dagster inspects the op and sensor annotations.
+"""
+
+import time
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import dagster as dg
+
+from wide_assets.pipelines.locate import LakeLocator, SparkProvider, asset_key, lake_name, table_path
+from wide_assets.pipelines.specs import LakeTableSpec
+
+__all__ = ["CompactionPolicy", "TableHealth", "maintenance_defs", "table_health"]
+
+CHECKSUM_BEFORE, CHECKSUM_AFTER = "checksum_before", "checksum_after"
+
+
+@dataclass(frozen=True)
+class CompactionPolicy:
+    """When the sensor asks for a compaction, and when the file-count check warns."""
+
+    cron: str = "0 3 * * *"  # off-peak
+    max_pending_commits: int = 10
+    max_files: int = 50
+    max_pending_minutes: float = 60.0
+    z_order: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TableHealth:
+    """What a glance at the table's metadata says (read through delta-rs only)."""
+
+    pending_commits: int
+    oldest_pending_minutes: float
+    files: int
+    bytes: int
+    log_files: int
+    last_commit: int
+    last_compaction: str | None
+
+    def reasons(self, policy: CompactionPolicy) -> list[str]:
+        """Why the table needs a compaction now (empty: it does not)."""
+        reasons = []
+        if self.pending_commits > policy.max_pending_commits:
+            reasons.append(f"{self.pending_commits} pending commits > {policy.max_pending_commits}")
+        if self.pending_commits and self.oldest_pending_minutes > policy.max_pending_minutes:
+            reasons.append(f"oldest pending commit waited {self.oldest_pending_minutes:.0f} min")
+        if self.files > policy.max_files:
+            reasons.append(f"{self.files} files > {policy.max_files}")
+        return reasons
+
+
+def table_health(path: str) -> TableHealth:
+    """The table's pending commits, files and bytes, without Spark."""
+    from deltalake import DeltaTable
+
+    from wide_assets.table import WideTable
+
+    table = WideTable.open(None, path)
+    commits = {c.commit: c for c in table.commits()}
+    pending = table.pending_commits()
+    now = datetime.now(UTC)
+    waited = (
+        (now - datetime.fromisoformat(commits[pending[0]].written_at)).total_seconds() / 60
+        if pending
+        else 0.0
+    )
+    actions = DeltaTable(path).get_add_actions(flatten=True)
+    compactions = table.compactions()
+    return TableHealth(
+        pending_commits=len(pending),
+        oldest_pending_minutes=waited,
+        files=actions.num_rows,
+        bytes=int(sum(actions.column("size_bytes").to_pylist())),
+        log_files=len(DeltaTable(table.changelog_path).file_uris()),
+        last_commit=max(commits, default=0),
+        last_compaction=compactions[-1].written_at if compactions else None,
+    )
+
+
+def _content_checksum(spark: Any, rows: Any, columns: tuple[str, ...]) -> str:
+    """Row count and an order-independent hash of every row: equal content, equal checksum."""
+    hashed = ", ".join(f"`{c}`" for c in columns)
+    row = spark.sql(f"SELECT count(*) AS n, sum(xxhash64({hashed})) AS h FROM {{rows}}", rows=rows).collect()[
+        0
+    ]
+    return f"{row.n}:{row.h}"
+
+
+def compaction_job(spec: LakeTableSpec, policy: CompactionPolicy) -> dg.JobDefinition:
+    """A job that folds pending commits into the table, then merges small files."""
+    key = asset_key(spec, spec.name)
+
+    @dg.op(name=f"compact_{spec.name}", pool=lake_name(key))
+    def _compact(
+        context: dg.OpExecutionContext,
+        spark: dg.ResourceParam[SparkProvider],
+        lake: dg.ResourceParam[LakeLocator],
+    ) -> None:
+        """Applies pending write-only fragments and rewrites small files, leaving the rows unchanged."""
+        from wide_assets.table import WideTable
+
+        path = table_path(lake, spec)
+        session = spark.spark
+        table = WideTable.open(session, path)
+        before = table_health(path)
+        checksum_before = _content_checksum(session, table.read(), table.spec.column_names)
+        started = time.monotonic()
+        folded = table.compact()
+        table.optimize(policy.z_order or None)
+        duration = time.monotonic() - started
+        after = table_health(path)
+        checksum_after = _content_checksum(session, table.read(), table.spec.column_names)
+        metadata: dict[str, Any] = {
+            "commits_folded": folded.commits if folded else 0,
+            "rows_applied": folded.applied_rows if folded else 0,
+            "files_before": before.files,
+            "files_after": after.files,
+            "bytes_before": before.bytes,
+            "bytes_after": after.bytes,
+            "duration_s": round(duration, 3),
+            CHECKSUM_BEFORE: checksum_before,
+            CHECKSUM_AFTER: checksum_after,
+            "delta_version": table.version,
+        }
+        context.log_event(dg.AssetObservation(asset_key=key, metadata=metadata))
+        context.log.info(f"compacted {spec.name}: {metadata}")
+
+    @dg.job(
+        name=f"{spec.name}_compaction_job",
+        executor_def=dg.in_process_executor,
+        description=f"Compacts {spec.name}: applies pending commits and merges small files.",
+    )
+    def _job() -> None:
+        _compact()
+
+    return _job
+
+
+def compaction_schedule(
+    spec: LakeTableSpec, job: dg.JobDefinition, policy: CompactionPolicy
+) -> dg.ScheduleDefinition:
+    return dg.ScheduleDefinition(
+        name=f"{spec.name}_compaction_nightly",
+        job=job,
+        cron_schedule=policy.cron,
+        default_status=dg.DefaultScheduleStatus.STOPPED,
+        description=f"Off-peak compaction of {spec.name}.",
+    )
+
+
+def compaction_sensor(
+    spec: LakeTableSpec, job: dg.JobDefinition, policy: CompactionPolicy
+) -> dg.SensorDefinition:
+    @dg.sensor(
+        name=f"{spec.name}_compaction_sensor",
+        job=job,
+        minimum_interval_seconds=60,
+        default_status=dg.DefaultSensorStatus.STOPPED,
+        description=f"Compacts {spec.name} when pending commits, files or commit lag cross the policy.",
+    )
+    def _sensor(context: dg.SensorEvaluationContext, lake: dg.ResourceParam[LakeLocator]) -> dg.SensorResult:
+        """Keeps reads fast: compaction runs as soon as the table's metadata says it is due."""
+        health = table_health(table_path(lake, spec))
+        reasons = health.reasons(policy)
+        if not reasons:
+            return dg.SensorResult(skip_reason=f"{spec.name} is healthy: {asdict(health)}")
+        context.log.info(f"{spec.name} needs compaction: {'; '.join(reasons)}")
+        # One run per observed state, even if the sensor ticks again before the run starts.
+        run_key = f"{health.last_commit}-{health.files}-{health.pending_commits}"
+        return dg.SensorResult(
+            run_requests=[dg.RunRequest(run_key=run_key, tags={"reason": "; ".join(reasons)})]
+        )
+
+    return _sensor
+
+
+def changelog_checks(spec: LakeTableSpec, policy: CompactionPolicy) -> list[dg.AssetChecksDefinition]:
+    key = asset_key(spec, spec.name)
+
+    @dg.asset_check(asset=key, name="changelog_replays_to_table", blocking=False)
+    def _replay(
+        spark: dg.ResourceParam[SparkProvider], lake: dg.ResourceParam[LakeLocator]
+    ) -> dg.AssetCheckResult:
+        """Replaying the changelog's upserts from an empty table gives the table back."""
+        from wide_assets.export import apply_upserts
+        from wide_assets.table import WideTable
+
+        session = spark.spark
+        table = WideTable.open(session, table_path(lake, spec))
+        # A changelog produced at compaction covers what the Delta table holds, not pending commits.
+        merge = table.spec.merge
+        current = (
+            session.read.format("delta").load(table.path) if merge.changelog_at_compaction else table.read()
+        )
+        replayed = apply_upserts(session, table.spec, table.export("upsert"))
+        columns = table.spec.column_names
+        want, got = (
+            _content_checksum(session, frame.select(*columns), columns) for frame in (current, replayed)
+        )
+        return dg.AssetCheckResult(
+            passed=want == got, metadata={"table_checksum": want, "replayed_checksum": got}
+        )
+
+    @dg.asset_check(asset=key, name="compaction_preserved_content", blocking=False)
+    def _preserved(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+        """The last compaction left the rows exactly as they were (checksum before = after)."""
+        records = context.instance.fetch_observations(key, limit=1).records
+        observation = records[0].asset_observation if records else None
+        metadata = observation.metadata if observation else {}
+        if CHECKSUM_BEFORE not in metadata:
+            return dg.AssetCheckResult(passed=True, description="No compaction has been recorded yet.")
+        before, after = metadata[CHECKSUM_BEFORE].value, metadata[CHECKSUM_AFTER].value
+        return dg.AssetCheckResult(
+            passed=before == after, metadata={CHECKSUM_BEFORE: before, CHECKSUM_AFTER: after}
+        )
+
+    @dg.asset_check(asset=key, name="file_count_health", blocking=False)
+    def _files(lake: dg.ResourceParam[LakeLocator]) -> dg.AssetCheckResult:
+        """The table keeps few enough files for fast reads (warns above the compaction policy)."""
+        health = table_health(table_path(lake, spec))
+        return dg.AssetCheckResult(
+            passed=health.files <= policy.max_files,
+            severity=dg.AssetCheckSeverity.WARN,
+            metadata={**asdict(health), "max_files": policy.max_files},
+        )
+
+    return [_replay, _preserved, _files]
+
+
+def maintenance_defs(spec: LakeTableSpec, policy: CompactionPolicy | None = None) -> dg.Definitions:
+    """The compaction job, its schedule and sensor, and the changelog checks of one table."""
+    policy = policy or CompactionPolicy()
+    job = compaction_job(spec, policy)
+    return dg.Definitions(
+        jobs=[job],
+        schedules=[compaction_schedule(spec, job, policy)],
+        sensors=[compaction_sensor(spec, job, policy)],
+        asset_checks=changelog_checks(spec, policy),
+    )
