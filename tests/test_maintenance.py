@@ -105,3 +105,21 @@ def test_changelog_checks_pass_and_fail(spark: Any, setup: Any) -> None:
         )
     )
     assert not by_name["compaction_preserved_content"](dg.build_asset_check_context(instance=instance)).passed
+
+
+def appended(run: Any) -> int:
+    [event] = run.get_asset_materialization_events()
+    return event.materialization.metadata["records_appended"].value
+
+
+def test_changelog_export_is_exactly_once(spark: Any, setup: Any) -> None:
+    defs, _, table, instance = setup
+    export_key = dg.AssetKey([SPEC.group, f"{SPEC.name}_changelog_debezium"])
+    job = defs.get_implicit_global_asset_job_def()
+    defs.get_job_def(f"{SPEC.name}_compaction_job").execute_in_process(instance=instance)
+    export = lambda: job.execute_in_process(instance=instance, asset_selection=[export_key])  # noqa: E731
+    assert appended(export()) == table.changelog().count() == 3, "3 keys inserted by the one compaction"
+    assert appended(export()) == 0
+    table.write(spark.createDataFrame([(1, "new")], "k int, v string"))
+    table.compact()
+    assert appended(export()) == 1, "one -U/+U pair becomes one Debezium update"

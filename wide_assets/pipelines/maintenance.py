@@ -236,11 +236,80 @@ def changelog_checks(spec: LakeTableSpec, policy: CompactionPolicy) -> list[dg.A
     return [_replay, _preserved, _files]
 
 
-def maintenance_defs(spec: LakeTableSpec, policy: CompactionPolicy | None = None) -> dg.Definitions:
-    """The compaction job, its schedule and sensor, and the changelog checks of one table."""
+def changelog_export_asset(spec: LakeTableSpec, encoding: str = "debezium") -> dg.AssetsDefinition:
+    """An asset that appends each new commit's changelog, in a sink encoding, to its own Delta table.
+
+    Exactly once: the export table itself records the last exported commit (its largest `_commit`),
+    and each run appends the commits after it in one Delta commit, in the table's pool."""
+    table_key = asset_key(spec, spec.name)
+    key = asset_key(spec, f"{spec.name}_changelog_{encoding.replace('-', '_')}")
+
+    @dg.asset(
+        key=key,
+        group_name=spec.group,
+        deps=[table_key],
+        kinds={"spark", "delta"},
+        pool=lake_name(table_key),
+        description=f"The changelog of {spec.name} as {encoding} records for downstream sinks, one commit at a time.",
+        automation_condition=dg.AutomationCondition.eager(),
+    )
+    def _export(
+        spark: dg.ResourceParam[SparkProvider], lake: dg.ResourceParam[LakeLocator]
+    ) -> dg.MaterializeResult:
+        """Every change of the wide table, in order, exported exactly once."""
+        from deltalake import DeltaTable
+
+        from wide_assets.table import WideTable
+
+        session = spark.spark
+        table = WideTable.open(session, table_path(lake, spec))
+        path = lake.path(lake_name(key))
+        exported = 0
+        if DeltaTable.is_deltatable(path):
+            exported = (
+                session.sql(
+                    "SELECT coalesce(max(_commit), 0) AS c FROM {e}",
+                    e=session.read.format("delta").load(path),
+                )
+                .collect()[0]
+                .c
+            )
+        rows = table.export(encoding, start_commit=exported + 1)  # type: ignore[arg-type]
+        appended = rows.count()
+        if appended:
+            rows.write.format("delta").mode("append").save(path)
+        counts = {
+            r["_row_kind"]: r["n"]
+            for r in session.sql(
+                "SELECT _row_kind, count(*) AS n FROM {c} GROUP BY _row_kind", c=table.changelog(exported + 1)
+            ).collect()
+        }
+        return dg.MaterializeResult(
+            metadata={
+                "dagster/row_count": DeltaTable(path).to_pyarrow_dataset().count_rows()
+                if appended or exported
+                else 0,
+                "records_appended": appended,
+                "commits": f"({exported}, {table.last_commit}]",
+                "changelog_rows_by_kind": dg.MetadataValue.md(
+                    "| kind | rows |\n|---|---|\n"
+                    + "".join(f"| {k} | {n} |\n" for k, n in sorted(counts.items()))
+                ),
+                "encoding": encoding,
+            }
+        )
+
+    return _export
+
+
+def maintenance_defs(
+    spec: LakeTableSpec, policy: CompactionPolicy | None = None, export_encoding: str | None = "debezium"
+) -> dg.Definitions:
+    """The compaction job, its schedule and sensor, the changelog checks and export of one table."""
     policy = policy or CompactionPolicy()
     job = compaction_job(spec, policy)
     return dg.Definitions(
+        assets=[changelog_export_asset(spec, export_encoding)] if export_encoding else [],
         jobs=[job],
         schedules=[compaction_schedule(spec, job, policy)],
         sensors=[compaction_sensor(spec, job, policy)],
