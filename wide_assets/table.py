@@ -36,6 +36,7 @@ from wide_assets.batch import (
     assign_auto_increment,
     collapsed_transitions,
     final_images,
+    first_line,
     input_changelog,
     merge_batch,
     merge_error,
@@ -409,6 +410,93 @@ class WideTable:
                 self._merge_images(self._images([info.commit]))
             faults.checkpoint("after-table-commit")
             return self._result(self._commit_info(info.commit), recovered=recovered)
+
+    def add_columns(
+        self, columns: Sequence[tuple[str, str] | Column], options: dict[str, Any] | None = None
+    ) -> WideTable:
+        """Add nullable columns (a new source) and options (e.g. its sequence group), keeping every row,
+        the changelog and time travel. Idempotent: a call cut short by a crash can simply be repeated."""
+        from deltalake import DeltaTable
+
+        requested = [c if isinstance(c, Column) else Column.parse(c[0], c[1]) for c in columns]
+        # Columns a completed earlier call already added are not added again.
+        added = [c for c in requested if c not in self.spec.columns]
+        not_nullable = [c.name for c in added if not c.nullable]
+        if not_nullable:
+            raise InvalidOptionError(f"Columns added to an existing table must be nullable: {not_nullable}.")
+        spec = TableSpec.build(
+            [*self.spec.columns, *added], self.spec.primary_key, {**self.spec.options, **(options or {})}
+        )
+        if spec.merge.dialect != self.spec.merge.dialect or spec.merge.engine != self.spec.merge.engine:
+            raise InvalidOptionError("Adding columns cannot change the table's dialect or merge engine.")
+        with self._locked():
+            self._recover()
+            if added:
+                self._add_delta_columns(added)
+            DeltaTable(self.path).alter.set_table_properties(
+                {SPEC_PROPERTY: spec.to_json()}, raise_if_not_exists=False
+            )
+        self.spec = spec
+        return self
+
+    def _add_delta_columns(self, added: list[Column]) -> None:
+        from deltalake import DeltaTable, Schema
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        arrow = to_arrow_schema(self.spark.createDataFrame([], ", ".join(c.ddl for c in added)).schema)
+        fields = Schema.from_arrow(arrow).fields
+        # Log first, table second, definition last: until the definition names them, readers ignore the
+        # new columns, and a repeated call adds only what is still missing.
+        for path in (self.changelog_path, self.path):
+            table = DeltaTable(path)
+            existing = set(table.schema().to_arrow().names)
+            missing = [f for f in fields if f.name not in existing]
+            if missing:
+                table.alter.add_columns(missing)
+
+    def verify(self) -> None:
+        """Check that the table and its log are readable: every Delta log entry parses, every data file
+        they reference exists with its recorded size and a valid Parquet footer. Raises TableStateError
+        naming the damage and the way out (see the README's recovery section)."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        from deltalake import DeltaTable
+
+        for path in (self.path, self.changelog_path):
+            try:
+                actions = pa.table(DeltaTable(path).get_add_actions(flatten=True)).to_pylist()
+            except Exception as error:
+                raise TableStateError(
+                    f"The Delta log of {path} cannot be read ({first_line(error)}); restore the damaged "
+                    "_delta_log entry from a backup."
+                ) from error
+            for action in actions:
+                file = os.path.join(path, action["path"])
+                problem = None
+                if not os.path.exists(file):
+                    problem = "is missing"
+                elif os.path.getsize(file) != action["size_bytes"]:
+                    problem = f"has {os.path.getsize(file)} bytes, the log recorded {action['size_bytes']}"
+                else:
+                    try:
+                        pq.read_metadata(file)
+                    except Exception as error:
+                        problem = f"is not valid Parquet ({first_line(error)})"
+                if problem:
+                    fix = "WideTable.rebuild()" if path == self.path else "restore it from a backup"
+                    raise TableStateError(f"Data file {file} of {path} {problem}; recover with {fix}.")
+
+    def rebuild(self) -> int:
+        """Rewrite the wide table from its commit log (every commit's final images), as a new Delta
+        version: the way back from a lost or corrupted data file of the table. Returns the row count."""
+        with self._locked():
+            commits = self.commits()
+            if not commits:
+                return 0
+            images = self._images([c.commit for c in commits])
+            rows = images.where("_row_kind <> '-D'").select(*[quote(c) for c in self.spec.column_names])
+            rows.write.format("delta").mode("overwrite").save(self.path)
+            return self.spark.read.format("delta").load(self.path).count()
 
     def recover(self) -> bool:
         """Finish a commit whose MERGE did not land (after a crash); True if one was applied."""
