@@ -21,7 +21,9 @@ WRITES = [
 ]
 
 
-@pytest.fixture(params=[{"changelog-producer": "lookup"}, {"table.delete.behavior": "allow"}], ids=["paimon", "fluss"])
+@pytest.fixture(
+    params=[{"changelog-producer": "lookup"}, {"table.delete.behavior": "allow"}], ids=["paimon", "fluss"]
+)
 def table(request: pytest.FixtureRequest, spark: Any, tmp_path: Path) -> WideTable:
     table = WideTable.create(spark, tmp_path / "t", KV, ["k"], request.param)
     for rows in WRITES:

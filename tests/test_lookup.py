@@ -28,10 +28,14 @@ def joined(spark: Any, table: WideTable, keys: Any, columns: list[str]) -> list[
 
 
 @pytest.mark.parametrize("many", [False, True], ids=["pruned", "semi-join"])
-def test_lookup_equals_a_join(spark: Any, table: WideTable, many: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_lookup_equals_a_join(
+    spark: Any, table: WideTable, many: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     if many:
         monkeypatch.setattr("wide_assets.table.LOOKUP_PRUNING_KEYS", 1)
-    keys = spark.createDataFrame([("s1", 3), ("s4", 39), ("s9", 1), ("s1", 3), ("s2", None)], "shop string, user bigint")
+    keys = spark.createDataFrame(
+        [("s1", 3), ("s4", 39), ("s9", 1), ("s1", 3), ("s2", None)], "shop string, user bigint"
+    )
     got = sorted(tuple(r) for r in table.lookup(keys).collect())
     assert got == joined(spark, table, keys, ["shop", "user"]) == [("s1", 3, 103), ("s4", 39, 439)]
 

@@ -101,7 +101,9 @@ def test_compaction_killed_after_its_merge_is_finished_once(spark: Any, tmp_path
     table = WideTable.create(spark, path, COLUMNS, ["k"], {**PAIMON, "write-only": "true"})
     table.write(spark.createDataFrame([(1, "a", 1, 5, 1, "+I"), (2, "b", 1, 1, 1, "+I")], DDL))
     env = {**os.environ, CRASH_POINT: "after-compaction-merge"}
-    killed = subprocess.run([sys.executable, "-c", COMPACTOR, str(path)], env=env, capture_output=True, timeout=300)
+    killed = subprocess.run(
+        [sys.executable, "-c", COMPACTOR, str(path)], env=env, capture_output=True, timeout=300
+    )
     assert killed.returncode == -signal.SIGKILL
     assert table.pending_commits() == [1], "the marker was never written"
     assert rows(table) == [(1, "a", 1, 5, 1), (2, "b", 1, 1, 1)]

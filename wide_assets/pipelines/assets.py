@@ -1,4 +1,5 @@
-"""Factories: a `WideTableSpec` -> its source assets, wide-table asset, blocking key check and job.
+"""Factories: a `WideTableSpec` -> its source assets, wide-table asset, blocking key check, job,
+schedule and sensor; the pieces also serve pipelines whose tables are `LakeTableSpec`s fed by code.
 
 Nothing here touches Spark or the lake when definitions load; sessions and tables are opened inside
 the asset and check bodies, through the `spark` and `lake` resources. Each asset runs in the
@@ -9,34 +10,47 @@ enforces that with a pool limit of 1 (`concurrency: pools: default_limit: 1` in 
 No `from __future__ import annotations` here: Dagster inspects the asset functions' annotations.
 """
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import astuple
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
-from wide_assets.pipelines.ingest import BadSourceRecords, cdc_columns, ingest
+from wide_assets.pipelines.checks import primary_key_check
+from wide_assets.pipelines.ingest import BadSourceRecords, cdc_columns, ingest, quarantine_path
 from wide_assets.pipelines.landing import LandingZone
+from wide_assets.pipelines.locate import LakeLocator, SparkProvider, asset_key, lake_name, table_path
 from wide_assets.pipelines.markdown import markdown_table
-from wide_assets.pipelines.specs import SourceSpec, WideTableSpec
-from wide_assets.pipelines.wide import apply_sources, changelog_preview, key_report, open_wide_table
+from wide_assets.pipelines.specs import LakeTableSpec, SourceSpec, WideTableSpec
+from wide_assets.pipelines.triggers import hourly_schedule, new_data_sensor, run_failure_logger
+from wide_assets.pipelines.wide import SourceApplied, apply_sources, changelog_preview, open_wide_table
 
 if TYPE_CHECKING:
     from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
     from pyspark.sql import SparkSession
 
+    from wide_assets.table import WideTable
+
 __all__ = [
+    "ApplyFn",
     "LakeLocator",
     "SparkProvider",
     "asset_key",
+    "column_lineage",
     "lake_name",
-    "primary_key_check",
+    "materialized_table_asset",
+    "pipeline_job",
     "source_asset",
+    "table_asset",
+    "table_schema",
     "wide_table_asset",
     "wide_table_defs",
     "wide_table_job",
 ]
 
 METRICS = ("inserted", "updated", "deleted", "unchanged")
+# (spark, the table, the lake) -> what this run applied to the table, one entry per upstream.
+ApplyFn = Callable[["SparkSession", "WideTable", LakeLocator], Sequence[SourceApplied]]
 CDC_DESCRIPTIONS = {
     "_row_kind": "Change kind: +I insert, -U/+U update before/after, -D delete.",
     "_offset": "Arrival order across all ingested files of the source.",
@@ -46,30 +60,8 @@ CDC_DESCRIPTIONS = {
 }
 
 
-class SparkProvider(Protocol):
-    """The `spark` resource: a lazily started Spark session."""
-
-    @property
-    def spark(self) -> "SparkSession": ...
-
-
-class LakeLocator(Protocol):
-    """The `lake` resource: where a named table lives."""
-
-    def path(self, name: str) -> str: ...
-
-
-def asset_key(spec: WideTableSpec, name: str) -> dg.AssetKey:
-    """Assets of a wide table and its sources share the table's group as key prefix."""
-    return dg.AssetKey([spec.group, name])
-
-
-def lake_name(key: dg.AssetKey) -> str:
-    """A table's location in the lake mirrors its asset key: `<group>/<name>`."""
-    return "/".join(key.path)
-
-
-def _schema(columns: tuple[tuple[str, str], ...], primary_key: tuple[str, ...]) -> dg.TableSchema:
+def table_schema(columns: tuple[tuple[str, str], ...], primary_key: tuple[str, ...]) -> dg.TableSchema:
+    """The `dagster/column_schema` of a table: its columns, their nullability and its key."""
     return dg.TableSchema(
         columns=[
             dg.TableColumn(
@@ -85,28 +77,36 @@ def _schema(columns: tuple[tuple[str, str], ...], primary_key: tuple[str, ...]) 
 
 
 def _source_schema(source: SourceSpec) -> dg.TableSchema:
-    return _schema(cdc_columns(source), source.primary_key)
+    return table_schema(cdc_columns(source), source.primary_key)
+
+
+def column_lineage(deps: Mapping[str, Sequence[tuple[dg.AssetKey, str]]]) -> dg.TableColumnLineage:
+    """Column -> the (asset, column) pairs it is computed from."""
+    return dg.TableColumnLineage(
+        deps_by_column={
+            column: [dg.TableColumnDep(asset_key=key, column_name=name) for key, name in sources]
+            for column, sources in deps.items()
+        }
+    )
 
 
 def _lineage(spec: WideTableSpec) -> dg.TableColumnLineage:
-    deps: dict[str, list[dg.TableColumnDep]] = {}
+    deps: dict[str, list[tuple[dg.AssetKey, str]]] = {}
     for source in spec.sources:
         for source_column, wide_column in spec.column_map(source).items():
-            deps.setdefault(wide_column, []).append(
-                dg.TableColumnDep(asset_key=asset_key(spec, source.name), column_name=source_column)
-            )
-    return dg.TableColumnLineage(deps_by_column=deps)
+            deps.setdefault(wide_column, []).append((asset_key(spec, source.name), source_column))
+    return column_lineage(deps)
 
 
-def source_asset(spec: WideTableSpec, source: SourceSpec) -> dg.AssetsDefinition:
-    """The asset that ingests `source`'s newly landed files into its Delta CDC table."""
+def source_asset(spec: LakeTableSpec, source: SourceSpec) -> dg.AssetsDefinition:
+    """The asset that ingests `source`'s newly landed files into its Delta CDC table, in `spec`'s group."""
     key = asset_key(spec, source.name)
 
     @dg.asset(
         key=key,
         group_name=spec.group,
         description=source.description,
-        kinds={"spark", "delta", "csv"},
+        kinds={"spark", "delta", "csv" if source.format == "csv" else "json"},
         pool=lake_name(key),
         metadata={"dagster/column_schema": _source_schema(source), "files": list(source.files)},
     )
@@ -119,7 +119,7 @@ def source_asset(spec: WideTableSpec, source: SourceSpec) -> dg.AssetsDefinition
         """Newly landed source records, appended once each to the source's change table."""
         files = landing.files(source)
         try:
-            result = ingest(spark.spark, source, files, lake.path(lake_name(key)))
+            result = ingest(spark.spark, source, files, table_path(lake, spec, source.name))
         except BadSourceRecords as error:
             raise dg.Failure(
                 description=str(error),
@@ -146,51 +146,56 @@ def source_asset(spec: WideTableSpec, source: SourceSpec) -> dg.AssetsDefinition
         }
         if result.latest_op_time is not None:
             metadata["latest_op_time"] = result.latest_op_time
+        if source.max_bad_records is not None:
+            # Read by the quarantine-growth check: what this run added, against the run's limit.
+            metadata["quarantined_this_run"] = result.quarantined
+            metadata["max_bad_records"] = source.max_bad_records
+            metadata["quarantine_path"] = dg.MetadataValue.path(quarantine_path(result.path))
+            if result.quarantined:
+                context.log.warning(
+                    f"{source.name}: {result.quarantined} malformed record(s) quarantined "
+                    f"(limit {source.max_bad_records} per run)"
+                )
         return dg.MaterializeResult(metadata=metadata)
 
     return _source
 
 
-def wide_table_asset(spec: WideTableSpec) -> dg.AssetsDefinition:
-    """The asset that applies each source's new CDC records to the wide table as partial updates."""
+def table_asset(
+    spec: LakeTableSpec,
+    deps: Sequence[dg.AssetKey],
+    lineage: dg.TableColumnLineage,
+    apply: ApplyFn,
+    automation_condition: dg.AutomationCondition | None = None,
+) -> dg.AssetsDefinition:
+    """The asset that maintains `spec`'s table: `apply(spark, table, lake)` makes this run's commits
+    (at most one per upstream, each exactly once) and the materialization describes them."""
     key = asset_key(spec, spec.name)
-    schema = _schema(spec.columns, spec.primary_key)
+    schema = table_schema(spec.columns, spec.primary_key)
 
     @dg.asset(
         key=key,
         group_name=spec.group,
         description=spec.description,
-        deps=[asset_key(spec, s.name) for s in spec.sources],
+        deps=list(deps),
         kinds={"spark", "delta"},
         pool=lake_name(key),
+        automation_condition=automation_condition,
         metadata={"dagster/column_schema": schema, "options": dict(spec.options)},
     )
-    def _wide(
+    def _table(
         context: dg.AssetExecutionContext,
         spark: dg.ResourceParam[SparkProvider],
         lake: dg.ResourceParam[LakeLocator],
     ) -> dg.MaterializeResult:
-        """One row per key combining the latest values every source reported for it."""
+        """What is new upstream, applied to the table once, however often the run is repeated."""
         from deltalake import DeltaTable
 
         session = spark.spark
-        table = open_wide_table(session, spec, lake.path(lake_name(key)))
+        table = open_wide_table(session, spec, table_path(lake, spec))
         first_new = table.last_commit + 1
-        paths = {s.name: lake.path(lake_name(asset_key(spec, s.name))) for s in spec.sources}
-        applied = apply_sources(session, spec, table, paths)
-        metadata: dict[str, Any] = {}
-        totals = dict.fromkeys(METRICS, 0)
-        for item in applied:
-            metadata[f"{item.source}/offsets"] = f"({item.from_offset}, {item.to_offset}]"
-            if item.result is None:
-                context.log.info(f"{item.source}: no new records after offset {item.from_offset}")
-                continue
-            context.log.info(f"{item.source}: commit {item.result.commit} {item.result.as_metadata()}")
-            metadata[f"{item.source}/commit"] = item.result.commit
-            for metric in METRICS:
-                value = getattr(item.result, metric)
-                metadata[f"{item.source}/{metric}"] = value
-                totals[metric] += value
+        applied = apply(session, table, lake)
+        metadata = _applied_metadata(context, applied)
         metadata.update(
             {
                 "dagster/row_count": table.read().count(),
@@ -198,69 +203,147 @@ def wide_table_asset(spec: WideTableSpec) -> dg.AssetsDefinition:
                 "changelog_version": DeltaTable(table.changelog_path).version(),
                 "last_commit": table.last_commit,
                 "commits_this_run": sum(item.result is not None for item in applied),
-                **totals,
                 "path": dg.MetadataValue.path(table.path),
-                "dagster/column_schema": schema,
-                "dagster/column_lineage": _lineage(spec),
                 "changelog_preview": dg.MetadataValue.md(changelog_preview(session, table, first_new)),
+                "dagster/column_schema": schema,
+                "dagster/column_lineage": lineage,
             }
         )
         return dg.MaterializeResult(metadata=metadata)
 
-    return _wide
+    return _table
 
 
-def primary_key_check(spec: WideTableSpec) -> dg.AssetChecksDefinition:
-    """A blocking check that the wide table's primary key is unique and never NULL."""
-    key = asset_key(spec, spec.name)
-    pk = ", ".join(spec.primary_key)
-
-    @dg.asset_check(
-        asset=key,
-        name="primary_key_unique_not_null",
-        blocking=True,
-        description=f"Every row of {spec.name} has a complete ({pk}) key that no other row shares.",
-    )
-    def _check(
-        spark: dg.ResourceParam[SparkProvider], lake: dg.ResourceParam[LakeLocator]
-    ) -> dg.AssetCheckResult:
-        """Each key identifies exactly one row, so every source updates a single record per key."""
-        from wide_assets.table import WideTable
-
-        session = spark.spark
-        report = key_report(
-            session, WideTable.open(session, lake.path(lake_name(key))).read(), spec.primary_key
-        )
-        return dg.AssetCheckResult(
-            passed=report.passed,
-            description=None if report.passed else "; ".join(report.examples),
-            metadata={
-                "rows": report.rows,
-                "null_keys": report.null_keys,
-                "duplicate_keys": report.duplicate_keys,
-                "duplicate_rows": report.duplicate_rows,
-                "examples": list(report.examples),
-            },
-        )
-
-    return _check
+def _applied_metadata(context: dg.AssetExecutionContext, applied: Sequence[SourceApplied]) -> dict[str, Any]:
+    """Per upstream: the progress range, the version read and the commit's merge metrics; then totals."""
+    metadata: dict[str, Any] = {}
+    totals = dict.fromkeys(METRICS, 0)
+    for item in applied:
+        metadata[f"{item.source}/offsets"] = f"({item.from_offset}, {item.to_offset}]"
+        # Read by the sensors: a newer source version than this one may hold unapplied records.
+        metadata[f"{item.source}/source_version"] = item.source_version
+        if item.result is None:
+            context.log.info(f"{item.source}: nothing new after {item.from_offset}")
+            continue
+        context.log.info(f"{item.source}: commit {item.result.commit} {item.result.as_metadata()}")
+        metadata[f"{item.source}/commit"] = item.result.commit
+        for metric in METRICS:
+            value = getattr(item.result, metric)
+            metadata[f"{item.source}/{metric}"] = value
+            totals[metric] += value
+    return {**metadata, **totals}
 
 
-def wide_table_job(spec: WideTableSpec) -> "UnresolvedAssetJobDefinition":
-    """The job that ingests every source, then applies them to the wide table and checks its key."""
-    keys = [asset_key(spec, s.name) for s in spec.sources] + [asset_key(spec, spec.name)]
+def wide_table_asset(
+    spec: WideTableSpec, automation_condition: dg.AutomationCondition | None = None
+) -> dg.AssetsDefinition:
+    """The asset that applies each source's new CDC records to the wide table, one commit per source."""
+
+    def apply(spark: "SparkSession", table: "WideTable", lake: LakeLocator) -> list[SourceApplied]:
+        paths = {s.name: table_path(lake, spec, s.name) for s in spec.sources}
+        return apply_sources(spark, spec, table, paths)
+
+    deps = [asset_key(spec, s.name) for s in spec.sources]
+    return table_asset(spec, deps, _lineage(spec), apply, automation_condition)
+
+
+def pipeline_job(name: str, keys: Sequence[dg.AssetKey], description: str) -> "UnresolvedAssetJobDefinition":
+    """A job materializing `keys` (and running their checks) in one process, one step after another."""
     return dg.define_asset_job(
-        name=f"{spec.name}_job",
+        name=name,
         selection=dg.AssetSelection.assets(*keys),
-        description=f"Ingest {', '.join(s.name for s in spec.sources)} and apply them to {spec.name}.",
+        description=description,
         executor_def=dg.in_process_executor,
     )
 
 
-def wide_table_defs(spec: WideTableSpec) -> dg.Definitions:
-    """Everything Dagster needs for one wide table, minus the shared `spark`/`lake`/`landing` resources."""
-    return dg.Definitions(
-        assets=[*(source_asset(spec, s) for s in spec.sources), wide_table_asset(spec)],
-        asset_checks=[primary_key_check(spec)],
-        jobs=[wide_table_job(spec)],
+def wide_table_job(spec: WideTableSpec) -> "UnresolvedAssetJobDefinition":
+    """The job that ingests every source, then applies them to the wide table and checks it."""
+    return pipeline_job(
+        f"{spec.name}_job",
+        [asset_key(spec, s.name) for s in spec.sources] + [asset_key(spec, spec.name)],
+        f"Ingest {', '.join(s.name for s in spec.sources)} and apply them to {spec.name}.",
     )
+
+
+def wide_table_defs(
+    spec: WideTableSpec,
+    checks: Sequence[dg.AssetChecksDefinition] = (),
+    *,
+    sensor_per_source: bool = False,
+    automation_condition: dg.AutomationCondition | None = None,
+    failure_sensor: bool = False,
+) -> dg.Definitions:
+    """Everything Dagster needs for one wide table, minus the shared `spark`/`lake`/`landing` resources:
+    its assets, the key check plus `checks`, the job, an hourly schedule and a new-data sensor (one
+    per source's landing folder with `sensor_per_source`), optionally a run-failure sensor."""
+    job = wide_table_job(spec)
+    applied_by = asset_key(spec, spec.name)
+    if sensor_per_source:
+        sensors = [
+            new_data_sensor(spec, (s,), job, applied_by=applied_by, name=f"{spec.name}_{s.name}_sensor")
+            for s in spec.sources
+        ]
+    else:
+        sensors = [new_data_sensor(spec, spec.sources, job, applied_by=applied_by)]
+    if failure_sensor:
+        sensors.append(run_failure_logger(f"{spec.name}_run_failure_sensor", [job]))
+    return dg.Definitions(
+        assets=[*(source_asset(spec, s) for s in spec.sources), wide_table_asset(spec, automation_condition)],
+        asset_checks=[primary_key_check(spec), *checks],
+        jobs=[job],
+        schedules=[hourly_schedule(job)],
+        sensors=sensors,
+    )
+
+
+def materialized_table_asset(
+    name: str,
+    group: str,
+    description: str,
+    sql: str,
+    upstreams: Mapping[str, LakeTableSpec],
+    primary_key: tuple[str, ...],
+    automation_condition: dg.AutomationCondition | None = None,
+) -> dg.AssetsDefinition:
+    """A table defined by Spark SQL over lake tables (`{name}` placeholders of `upstreams`), fully
+    recomputed and overwritten in one Delta commit on each materialization (Flink's materialized table)."""
+    key = dg.AssetKey([group, name])
+
+    @dg.asset(
+        key=key,
+        group_name=group,
+        description=description,
+        deps=[asset_key(spec, spec.name) for spec in upstreams.values()],
+        kinds={"spark", "delta", "sql"},
+        pool=lake_name(key),
+        automation_condition=automation_condition,
+        metadata={"sql": dg.MetadataValue.md(f"```sql\n{sql}\n```")},
+    )
+    def _materialized(
+        spark: dg.ResourceParam[SparkProvider], lake: dg.ResourceParam[LakeLocator]
+    ) -> dg.MaterializeResult:
+        """The query's result over the upstream tables as they are now, replacing the previous one."""
+        from deltalake import DeltaTable
+
+        from wide_assets.table import WideTable
+
+        session = spark.spark
+        tables = {alias: WideTable.open(session, table_path(lake, spec)) for alias, spec in upstreams.items()}
+        rows = session.sql(sql, **{alias: t.read() for alias, t in tables.items()})
+        path = lake.path(lake_name(key))
+        rows.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(path)
+        written = session.read.format("delta").load(path)
+        return dg.MaterializeResult(
+            metadata={
+                "dagster/row_count": written.count(),
+                "delta_version": DeltaTable(path).version(),
+                "upstream_versions": {alias: t.version for alias, t in tables.items()},
+                "path": dg.MetadataValue.path(path),
+                "dagster/column_schema": table_schema(
+                    tuple((f.name, f.dataType.simpleString()) for f in written.schema.fields), primary_key
+                ),
+            }
+        )
+
+    return _materialized

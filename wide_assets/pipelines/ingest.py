@@ -16,6 +16,7 @@ from functools import reduce
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from wide_assets import faults
 from wide_assets.errors import InvalidInputError
 from wide_assets.pipelines.specs import ROW_KINDS, SourceSpec
 from wide_assets.pipelines.sql import ident, string
@@ -25,12 +26,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CDC_COLUMNS",
+    "QUARANTINE_COLUMNS",
     "BadSourceRecords",
     "IngestResult",
     "LandedFile",
     "cdc_columns",
     "ingest",
     "landed_files",
+    "landed_fingerprints",
+    "quarantine_path",
 ]
 
 CDC_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -39,6 +43,13 @@ CDC_COLUMNS: tuple[tuple[str, str], ...] = (
     ("_source_file", "string"),
     ("_source_line", "bigint"),
     ("_source_hash", "string"),
+)
+QUARANTINE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("_source_file", "string"),
+    ("_source_line", "bigint"),
+    ("_source_hash", "string"),
+    ("_reason", "string"),
+    ("_record", "string"),
 )
 MAX_EXAMPLES = 20
 _HASH_CHUNK = 1 << 20
@@ -53,11 +64,28 @@ class LandedFile:
     sha256: str
 
 
+def _landed_paths(root: Path, patterns: Iterable[str]) -> list[Path]:
+    return sorted({p for pattern in patterns for p in root.glob(pattern) if p.is_file()})
+
+
 def landed_files(root: str | Path, patterns: Iterable[str]) -> list[LandedFile]:
     """The files under `root` matching any of the glob `patterns`, sorted by name, hashed."""
     root = Path(root)
-    paths = sorted({p for pattern in patterns for p in root.glob(pattern) if p.is_file()})
-    return [LandedFile(p.relative_to(root).as_posix(), p, _sha256(p)) for p in paths]
+    return [LandedFile(p.relative_to(root).as_posix(), p, _sha256(p)) for p in _landed_paths(root, patterns)]
+
+
+def landed_fingerprints(root: str | Path, patterns: Iterable[str]) -> dict[str, str]:
+    """Name -> "size:mtime" of the files `landed_files` would return, without reading them.
+
+    For sensors, which poll often: hashing every landed file on each tick would re-read the whole
+    landing zone. A touched but unchanged file only costs a run that ingests nothing.
+    """
+    root = Path(root)
+    fingerprints = {}
+    for path in _landed_paths(root, patterns):
+        stat = path.stat()
+        fingerprints[path.relative_to(root).as_posix()] = f"{stat.st_size}:{stat.st_mtime_ns}"
+    return fingerprints
 
 
 def _sha256(path: Path) -> str:
@@ -99,6 +127,7 @@ class IngestResult:
     total_rows: int
     max_offset: int
     latest_op_time: str | None
+    quarantined: int = 0
 
 
 def cdc_columns(source: SourceSpec) -> tuple[tuple[str, str], ...]:
@@ -114,13 +143,18 @@ def ingest(spark: SparkSession, source: SourceSpec, files: Sequence[LandedFile],
     seen, base_offset = _ingested(spark, path) if exists else (set(), 0)
     new = [f for f in files if (f.name, f.sha256) not in seen]
     skipped = tuple(f.name for f in files if (f.name, f.sha256) in seen)
-    appended = 0
+    appended = quarantined = 0
     if new:
         records = reduce(
             lambda a, b: a.unionByName(b), (_read(spark, source, f, i) for i, f in enumerate(new))
         )
-        _reject_bad_records(spark, source, records)
-        rows = _with_offsets(spark, source, records, base_offset)
+        if source.max_bad_records is None:
+            _reject_bad_records(spark, source, records)
+        else:
+            quarantined = _quarantine(spark, source, records, quarantine_path(path))
+        # A run killed here has quarantined (idempotently) but not appended: the next run redoes both.
+        faults.checkpoint("ingest_before_commit")
+        rows = _with_offsets(spark, source, records.where("_problems = ''"), base_offset)
         appended = rows.count()
         # Header-only files add nothing; classic Delta Spark would still commit an empty version.
         if appended:
@@ -140,6 +174,7 @@ def ingest(spark: SparkSession, source: SourceSpec, files: Sequence[LandedFile],
         appended=appended,
         ingested=tuple(f.name for f in new),
         skipped=skipped,
+        quarantined=quarantined,
         total_rows=int(stats.n),
         max_offset=int(stats.max_offset),
         latest_op_time=stats.op_time,
@@ -157,7 +192,9 @@ def _ingested(spark: SparkSession, path: str) -> tuple[set[tuple[str, str]], int
 
 
 def _read(spark: SparkSession, source: SourceSpec, landed: LandedFile, index: int) -> DataFrame:
-    """One file's records as raw strings plus their typed values and a `_problems` text per record."""
+    """One file's records: their typed values, row kind, file, line and a `_problems` text per record."""
+    if source.format != "csv":
+        return _read_json(spark, source, landed, index)
     # FAILFAST: classic Spark would otherwise pad short rows with NULLs and cut long ones silently.
     raw = spark.read.option("header", True).option("mode", "FAILFAST").csv(str(landed.path))
     header = list(raw.columns)
@@ -169,30 +206,73 @@ def _read(spark: SparkSession, source: SourceSpec, landed: LandedFile, index: in
             f"unexpected columns {unexpected} (expected {list(source.column_names)} and optionally _row_kind)."
         )
     kind = "_row_kind" if "_row_kind" in header else "'+I'"
-    checks = [
-        f"CASE WHEN {ident(k)} IS NULL THEN 'column {k}: NULL primary key' END" for k in source.primary_key
+    # Spark numbers a single file's records in file order; the header is line 1. This assumes one
+    # record per line, which CSV files without quoted line breaks satisfy.
+    line = "row_number() OVER (ORDER BY monotonically_increasing_id()) + 1"
+    record = f"concat_ws(',', {', '.join(ident(c) for c in source.column_names)})"
+    return _typed(spark, source, raw, landed, index, kind=kind, line=line, record=record)
+
+
+def _read_json(spark: SparkSession, source: SourceSpec, landed: LandedFile, index: int) -> DataFrame:
+    """A JSON file's lines, parsed in Python (see `cdc_json`), then typed like a CSV file's."""
+    from wide_assets.pipelines.cdc_json import parse_json_lines
+
+    ddl = ", ".join(
+        [
+            "_line bigint",
+            "_kind string",
+            *(f"{ident(c)} string" for c in source.column_names),
+            "_parse_problem string",
+            "_raw string",
+        ]
+    )
+    parsed = [
+        (r.line, r.row_kind, *r.values, r.problem or None, r.raw)
+        for r in parse_json_lines(source, landed.path)
+    ]
+    raw = spark.createDataFrame(parsed, ddl)
+    return _typed(spark, source, raw, landed, index, kind="_kind", line="_line", record="_raw", parsed=True)
+
+
+def _typed(
+    spark: SparkSession,
+    source: SourceSpec,
+    raw: DataFrame,
+    landed: LandedFile,
+    index: int,
+    *,
+    kind: str,
+    line: str,
+    record: str,
+    parsed: bool = False,
+) -> DataFrame:
+    """`raw`'s text columns cast to the source's types, with every reason a record is unusable."""
+    checks = ["_parse_problem"] if parsed else []
+    # A record the parser already rejected has no values worth checking.
+    usable = "_parse_problem IS NULL AND " if parsed else ""
+    checks += [
+        f"CASE WHEN {usable}{ident(k)} IS NULL THEN 'column {k}: NULL primary key (missing key)' END"
+        for k in source.required_columns
     ]
     for name, type_ in source.columns:
         if type_.lower() != "string":
             checks.append(
-                f"CASE WHEN {ident(name)} IS NOT NULL AND try_cast({ident(name)} AS {type_}) IS NULL "
-                f"THEN concat('column {name}: \"', {ident(name)}, '\" is not a valid {type_}') END"
+                f"CASE WHEN {usable}{ident(name)} IS NOT NULL AND try_cast({ident(name)} AS {type_}) IS NULL "
+                f"THEN concat('column {name}: \"', {ident(name)}, '\" is not a valid {type_} (uncastable value)') END"
             )
     kinds = ", ".join(f"'{k}'" for k in ROW_KINDS)
     checks.append(
-        f"CASE WHEN {kind} IS NULL OR {kind} NOT IN ({kinds}) "
-        f"THEN concat('column _row_kind: \"', coalesce({kind}, 'NULL'), '\" is not one of {', '.join(ROW_KINDS)}') END"
+        f"CASE WHEN {usable}({kind} IS NULL OR {kind} NOT IN ({kinds})) "
+        f"THEN concat('column _row_kind: \"', coalesce({kind}, 'NULL'), '\" is not one of {', '.join(ROW_KINDS)} (unknown op)') END"
     )
     typed = ", ".join(
         ident(n) if t.lower() == "string" else f"try_cast({ident(n)} AS {t}) AS {ident(n)}"
         for n, t in source.columns
     )
-    # Spark numbers a single file's records in file order; the header is line 1. This assumes one
-    # record per line, which CSV files without quoted line breaks satisfy.
     return spark.sql(
         f"SELECT {typed}, {kind} AS _row_kind, {string(landed.name)} AS _source_file, "
         f"{string(landed.sha256)} AS _source_hash, CAST({index} AS INT) AS _file_index, "
-        "CAST(row_number() OVER (ORDER BY monotonically_increasing_id()) + 1 AS BIGINT) AS _source_line, "
+        f"CAST({line} AS BIGINT) AS _source_line, {record} AS _raw, "
         f"concat_ws('; ', {', '.join(checks)}) AS _problems FROM {{raw}}",
         raw=raw,
     )
@@ -212,6 +292,43 @@ def _reject_bad_records(spark: SparkSession, source: SourceSpec, records: DataFr
             count,
             [BadRecord(r._source_file, int(r._source_line), r._problems) for r in examples],
         )
+
+
+def quarantine_path(path: str) -> str:
+    """Where the malformed records of the CDC table at `path` are kept."""
+    return f"{path.rstrip('/')}_quarantine"
+
+
+def _quarantine(spark: SparkSession, source: SourceSpec, records: DataFrame, path: str) -> int:
+    """Append the malformed `records` of files not quarantined before; their number this run.
+
+    Raises `BadSourceRecords` (nothing written) when there are more than `source.max_bad_records`.
+    Idempotent per file: a run that dies after this but before the CDC append quarantines nothing
+    twice when it is repeated.
+    """
+    from deltalake import DeltaTable
+
+    bad = records.where("_problems <> ''")
+    count = bad.count()
+    if source.max_bad_records is not None and count > source.max_bad_records:
+        _reject_bad_records(spark, source, records)
+    if not DeltaTable.is_deltatable(path):
+        ddl = ", ".join(f"{ident(n)} {t}" for n, t in QUARANTINE_COLUMNS)
+        spark.createDataFrame([], ddl).write.format("delta").mode("append").save(path)
+    if not count:
+        return 0
+    done = spark.read.format("delta").load(path)
+    fresh = spark.sql(
+        "SELECT b._source_file, b._source_line, b._source_hash, b._problems AS _reason, b._raw AS _record "
+        "FROM {bad} b LEFT ANTI JOIN (SELECT DISTINCT _source_file, _source_hash FROM {done}) d "
+        "ON b._source_file = d._source_file AND b._source_hash = d._source_hash",
+        bad=bad,
+        done=done,
+    )
+    written = fresh.count()
+    if written:
+        fresh.write.format("delta").mode("append").save(path)
+    return written
 
 
 def _with_offsets(spark: SparkSession, source: SourceSpec, records: DataFrame, base_offset: int) -> DataFrame:

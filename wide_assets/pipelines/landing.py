@@ -5,7 +5,7 @@ from __future__ import annotations
 import dagster as dg
 from pydantic import Field
 
-from wide_assets.pipelines.ingest import LandedFile, landed_files
+from wide_assets.pipelines.ingest import LandedFile, landed_files, landed_fingerprints
 from wide_assets.pipelines.specs import SourceSpec
 
 __all__ = ["LandingZone"]
@@ -19,3 +19,7 @@ class LandingZone(dg.ConfigurableResource):
     def files(self, source: SourceSpec) -> list[LandedFile]:
         """The files that match `source`'s patterns now, sorted by name, with their content hashes."""
         return landed_files(self.root, source.files)
+
+    def fingerprints(self, source: SourceSpec) -> dict[str, str]:
+        """Name -> size and modification time of `source`'s files now: a cheap change detector."""
+        return landed_fingerprints(self.root, source.files)

@@ -8,11 +8,16 @@ __all__ = ["markdown_table"]
 
 
 def markdown_table(columns: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
-    """`rows` under a header of `columns`; NULLs show as NULL and pipes in values are escaped."""
+    """`rows` under a header of `columns`; NULLs show as NULL, binary as its size, pipes are escaped."""
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
     return "\n".join(lines)
 
 
 def _cell(value: object) -> str:
-    return "NULL" if value is None else str(value).replace("|", "\\|").replace("\n", " ")
+    if value is None:
+        return "NULL"
+    if isinstance(value, bytes | bytearray):
+        # Raw bytes (e.g. serialized bitmaps) mean nothing in a table cell; their size does.
+        return f"<{len(value)} bytes>"
+    return str(value).replace("|", "\\|").replace("\n", " ")

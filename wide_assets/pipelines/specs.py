@@ -12,9 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-__all__ = ["ROW_KINDS", "SourceSpec", "WideTableSpec"]
+__all__ = ["FORMATS", "ROW_KINDS", "LakeTableSpec", "SourceSpec", "WideTableSpec"]
 
 ROW_KINDS = ("+I", "-U", "+U", "-D")
+# How landed files encode change records: CSV with an optional `_row_kind` column, Debezium JSON
+# envelopes (`before`/`after`/`op`/`ts_ms`) or Flink's changelog JSON (`rowkind` plus the columns).
+FORMATS = ("csv", "debezium", "flink-json")
 # Names end up in asset keys, lake paths and unquoted SQL text, so they are plain identifiers.
 _IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 
@@ -46,6 +49,15 @@ class SourceSpec:
     (+I, -U, +U, -D; default +I). `feeds` maps source value columns to the wide-table columns they
     write; the source's primary key maps to the wide table's primary key by position, as in Flink's
     `INSERT INTO wide (user_id, item_id, rec_score) SELECT user_id, item_id, rec_score FROM source`.
+    A source that a pipeline transforms itself (rather than feeding columns one to one) has no feeds.
+
+    `format` is one of `FORMATS` (JSON formats hold one object per line; a Debezium record's `ts_ms`
+    fills the `op_time` column). `max_bad_records` None rejects a run with any malformed record;
+    a number moves malformed records to the source's quarantine table and fails only above it.
+    `transform` is Spark SQL computing the wide-table rows from `{pending}` (the records not applied
+    yet) and `{applied}` (every record up to the last pending one); without it `feeds` map one to
+    one. With a transform, `feeds` describe column lineage and the columns written, and `key_columns`
+    name the source columns holding the wide table's key (default: the source's primary key).
     """
 
     name: str
@@ -53,11 +65,24 @@ class SourceSpec:
     files: tuple[str, ...]
     columns: tuple[tuple[str, str], ...]
     primary_key: tuple[str, ...]
-    feeds: Mapping[str, str]
+    feeds: Mapping[str, str] = field(default_factory=dict)
     op_time: str | None = None
+    format: str = "csv"
+    max_bad_records: int | None = None
+    transform: str | None = None
+    key_columns: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         _check_identifier("source name", self.name)
+        if self.format not in FORMATS:
+            raise ValueError(f"source {self.name}: format {self.format!r} is not one of {FORMATS}.")
+        if self.format == "debezium" and self.op_time is None:
+            raise ValueError(f"source {self.name}: a Debezium source needs an op_time column for ts_ms.")
+        if self.max_bad_records is not None and self.max_bad_records < 0:
+            raise ValueError(f"source {self.name}: max_bad_records must not be negative.")
+        unknown_keys = [c for c in self.key_columns if c not in self.column_names]
+        if unknown_keys:
+            raise ValueError(f"source {self.name}: key columns {unknown_keys} are not among its columns.")
         object.__setattr__(self, "feeds", MappingProxyType(dict(self.feeds)))
         _check_columns(f"source {self.name}", self.columns, self.primary_key)
         if not self.files:
@@ -67,11 +92,9 @@ class SourceSpec:
         unknown = [c for c in self.feeds if c not in self.column_names]
         if unknown:
             raise ValueError(f"source {self.name}: fed columns {unknown} are not among its columns.")
-        keys = [c for c in self.feeds if c in self.primary_key]
+        keys = [c for c in self.feeds if c in self.wide_key]
         if keys:
             raise ValueError(f"source {self.name}: key columns {keys} map by position, not through feeds.")
-        if not self.feeds:
-            raise ValueError(f"source {self.name}: it must feed at least one wide-table column.")
         if len(set(self.feeds.values())) != len(self.feeds):
             raise ValueError(f"source {self.name}: two of its columns feed the same wide column.")
         if self.op_time is not None and self.op_time not in self.column_names:
@@ -81,17 +104,26 @@ class SourceSpec:
     def column_names(self) -> tuple[str, ...]:
         return tuple(name for name, _ in self.columns)
 
+    @property
+    def wide_key(self) -> tuple[str, ...]:
+        """The source columns that map, by position, onto the wide table's primary key."""
+        return self.key_columns or self.primary_key
+
+    @property
+    def required_columns(self) -> tuple[str, ...]:
+        """Columns every record must carry: its own key and the wide table's."""
+        return tuple(dict.fromkeys((*self.primary_key, *self.wide_key)))
+
 
 @dataclass(frozen=True)
-class WideTableSpec:
-    """A wide table (Paimon/Fluss options) and its sources, applied in the listed order on every run."""
+class LakeTableSpec:
+    """A table in the lake, written through `WideTable` with Paimon/Fluss options, and its asset group."""
 
     name: str
     description: str
     group: str
     columns: tuple[tuple[str, str], ...]
     primary_key: tuple[str, ...]
-    sources: tuple[SourceSpec, ...]
     options: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -101,23 +133,6 @@ class WideTableSpec:
         _check_columns(f"table {self.name}", self.columns, self.primary_key)
         if not self.description.strip() or "\n" in self.description.strip():
             raise ValueError(f"table {self.name}: the description must be one non-empty line.")
-        if not self.sources:
-            raise ValueError(f"table {self.name}: at least one source is required.")
-        names = [s.name for s in self.sources]
-        if self.name in names or len(set(names)) != len(names):
-            raise ValueError(f"table {self.name}: source names {names} must be unique and differ from it.")
-        for source in self.sources:
-            if len(source.primary_key) != len(self.primary_key):
-                raise ValueError(
-                    f"source {source.name}: its primary key {list(source.primary_key)} must map one to one "
-                    f"onto the table's primary key {list(self.primary_key)}."
-                )
-            targets = [c for c in source.feeds.values() if c not in self.value_columns]
-            if targets:
-                raise ValueError(
-                    f"source {source.name}: it feeds {targets}, which are not value columns of "
-                    f"{self.name} {list(self.value_columns)}."
-                )
 
     @property
     def column_names(self) -> tuple[str, ...]:
@@ -127,9 +142,39 @@ class WideTableSpec:
     def value_columns(self) -> tuple[str, ...]:
         return tuple(c for c in self.column_names if c not in self.primary_key)
 
+
+@dataclass(frozen=True)
+class WideTableSpec(LakeTableSpec):
+    """A wide table and the sources feeding its columns one to one, applied in the listed order on every run."""
+
+    # Keyword-only, so it may follow the base class's defaulted `options`.
+    sources: tuple[SourceSpec, ...] = field(kw_only=True)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.sources:
+            raise ValueError(f"table {self.name}: at least one source is required.")
+        names = [s.name for s in self.sources]
+        if self.name in names or len(set(names)) != len(names):
+            raise ValueError(f"table {self.name}: source names {names} must be unique and differ from it.")
+        for source in self.sources:
+            if not source.feeds:
+                raise ValueError(f"source {source.name}: it must feed at least one wide-table column.")
+            if len(source.wide_key) != len(self.primary_key):
+                raise ValueError(
+                    f"source {source.name}: its key columns {list(source.wide_key)} must map one to one "
+                    f"onto the table's primary key {list(self.primary_key)}."
+                )
+            targets = [c for c in source.feeds.values() if c not in self.value_columns]
+            if targets:
+                raise ValueError(
+                    f"source {source.name}: it feeds {targets}, which are not value columns of "
+                    f"{self.name} {list(self.value_columns)}."
+                )
+
     def column_map(self, source: SourceSpec) -> dict[str, str]:
         """Source column -> wide column for everything `source` writes: its key first, then its feeds."""
-        return {**dict(zip(source.primary_key, self.primary_key, strict=True)), **source.feeds}
+        return {**dict(zip(source.wide_key, self.primary_key, strict=True)), **source.feeds}
 
     def fed_by(self, column: str) -> list[SourceSpec]:
         """The sources that write `column` (every source writes the primary key)."""

@@ -1,4 +1,4 @@
-"""Sources' CDC tables -> the wide table: each source's new records as one partial-update commit.
+"""Sources' CDC tables -> a wide table: each source's new records as one commit of the table.
 
 A source's progress is the `_offset` up to which it was applied, stored in the wide table's own commit
 log as the commit's transaction id (app_id = source name, version = last applied `_offset`). Reading
@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from wide_assets.errors import TableStateError
 from wide_assets.pipelines.markdown import markdown_table
-from wide_assets.pipelines.specs import WideTableSpec
+from wide_assets.pipelines.specs import LakeTableSpec, SourceSpec, WideTableSpec
 from wide_assets.pipelines.sql import ident
 
 if TYPE_CHECKING:
@@ -24,16 +24,36 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KeyReport",
+    "Pending",
     "SourceApplied",
+    "apply_pending",
     "apply_sources",
     "changelog_preview",
     "consumed_offsets",
     "key_report",
     "open_wide_table",
+    "pending_records",
+    "source_changes",
 ]
 
 PREVIEW_ROWS = 20
 MAX_EXAMPLES = 5
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A source's records a table has not applied yet: progress in (`from_offset`, `to_offset`].
+
+    Progress is the `_offset` of a CDC source, or the commit number of an upstream wide table. `rows`
+    is None when nothing is pending. `source_version` is the source's Delta version they were read
+    at, so a sensor can tell whether a newer version may hold more.
+    """
+
+    source: str
+    from_offset: int
+    to_offset: int
+    source_version: int
+    rows: DataFrame | None
 
 
 @dataclass(frozen=True)
@@ -43,11 +63,12 @@ class SourceApplied:
     source: str
     from_offset: int
     to_offset: int
+    source_version: int
     result: WriteResult | None
 
 
-def open_wide_table(spark: SparkSession, spec: WideTableSpec, path: str) -> WideTable:
-    """Create the wide table from its spec, or open it when the same definition already exists."""
+def open_wide_table(spark: SparkSession, spec: LakeTableSpec, path: str) -> WideTable:
+    """Create the table from its spec, or open it when the same definition already exists."""
     from wide_assets.table import WideTable
 
     return WideTable.create(
@@ -64,40 +85,70 @@ def consumed_offsets(table: WideTable) -> dict[str, int]:
     return consumed
 
 
+def pending_records(
+    spark: SparkSession, table: WideTable, source: str, path: str, upto_at_most: int | None = None
+) -> Pending:
+    """`source`'s CDC records past the `_offset` `table` consumed (and not past `upto_at_most`)."""
+    from deltalake import DeltaTable
+
+    if not DeltaTable.is_deltatable(path):
+        raise TableStateError(f"Source {source} has no CDC table at {path}; materialize it first.")
+    # Pinned to one version: the records and the version reported for them must agree.
+    version = DeltaTable(path).version()
+    rows = spark.read.format("delta").option("versionAsOf", version).load(path)
+    last = consumed_offsets(table).get(source, 0)
+    bound = "" if upto_at_most is None else f" AND _offset <= {int(upto_at_most)}"
+    upto = (
+        spark.sql(f"SELECT max(_offset) AS m FROM {{rows}} WHERE _offset > {last}{bound}", rows=rows)
+        .collect()[0]
+        .m
+    )
+    if upto is None:
+        return Pending(source, last, last, version, None)
+    pending = spark.sql(f"SELECT * FROM {{rows}} WHERE _offset > {last} AND _offset <= {upto}", rows=rows)
+    return Pending(source, last, int(upto), version, pending)
+
+
+def apply_pending(
+    table: WideTable, pending: Pending, changes: DataFrame | None, target_columns: Sequence[str] | None = None
+) -> SourceApplied:
+    """Write `changes` (derived from `pending.rows`) as one commit whose txn is the source's last offset."""
+    result = None
+    if changes is not None:
+        written = table.write(changes, target_columns=target_columns, txn=(pending.source, pending.to_offset))
+        # Skipped: a concurrent run committed this range first, so this run made no commit.
+        result = None if written.skipped else written
+    return SourceApplied(
+        pending.source, pending.from_offset, pending.to_offset, pending.source_version, result
+    )
+
+
 def apply_sources(
     spark: SparkSession, spec: WideTableSpec, table: WideTable, source_paths: Mapping[str, str]
 ) -> list[SourceApplied]:
     """Write each source's records past its consumed `_offset`, one commit per source, in spec order."""
-    from deltalake import DeltaTable
-
-    consumed = consumed_offsets(table)
     applied = []
     for source in spec.sources:
-        path = source_paths[source.name]
-        if not DeltaTable.is_deltatable(path):
-            raise TableStateError(f"Source {source.name} has no CDC table at {path}; materialize it first.")
-        rows = spark.read.format("delta").load(path)
-        last = consumed.get(source.name, 0)
-        upto = (
-            spark.sql(f"SELECT max(_offset) AS m FROM {{rows}} WHERE _offset > {last}", rows=rows)
-            .collect()[0]
-            .m
-        )
-        if upto is None:
-            applied.append(SourceApplied(source.name, last, last, None))
-            continue
+        pending = pending_records(spark, table, source.name, source_paths[source.name])
         mapping = spec.column_map(source)
-        selected = ", ".join(f"{ident(s)} AS {ident(w)}" for s, w in mapping.items())
-        # Bounded by `upto` so the commit holds exactly the records its transaction id claims, even
-        # if the source appends while this runs.
-        changes = spark.sql(
-            f"SELECT {selected}, _row_kind, _offset FROM {{rows}} WHERE _offset > {last} AND _offset <= {upto}",
-            rows=rows,
-        )
-        result = table.write(changes, target_columns=list(mapping.values()), txn=(source.name, int(upto)))
-        # Skipped: a concurrent run committed this range first, so this run made no commit.
-        applied.append(SourceApplied(source.name, last, int(upto), None if result.skipped else result))
+        changes = None
+        if pending.rows is not None:
+            changes = source_changes(spark, source, mapping, pending, source_paths[source.name])
+        applied.append(apply_pending(table, pending, changes, target_columns=list(mapping.values())))
     return applied
+
+
+def source_changes(
+    spark: SparkSession, source: SourceSpec, mapping: Mapping[str, str], pending: Pending, path: str
+) -> DataFrame:
+    """The wide-table records of `pending`: its columns renamed by `mapping`, or the source's transform
+    over `{pending}` and `{applied}` (every record of the same source version up to the last pending)."""
+    if source.transform is None:
+        selected = ", ".join(f"{ident(s)} AS {ident(w)}" for s, w in mapping.items())
+        return spark.sql(f"SELECT {selected}, _row_kind, _offset FROM {{rows}}", rows=pending.rows)
+    rows = spark.read.format("delta").option("versionAsOf", pending.source_version).load(path)
+    applied = spark.sql(f"SELECT * FROM {{rows}} WHERE _offset <= {pending.to_offset}", rows=rows)
+    return spark.sql(source.transform, pending=pending.rows, applied=applied)
 
 
 def changelog_preview(spark: SparkSession, table: WideTable, start_commit: int) -> str:
@@ -136,31 +187,40 @@ class KeyReport:
 
 
 def key_report(spark: SparkSession, rows: DataFrame, primary_key: Sequence[str]) -> KeyReport:
-    """Count rows with a NULL key part and keys held by more than one row, with a few examples."""
+    """Count rows with a NULL key part and keys held by more than one row, with a few examples.
+
+    Only single-level aggregates: Sail 0.7 cannot plan an expression over a `count(*)` grouped by a
+    NOT NULL column when a Delta file of the table holds a single row (exact statistics), e.g.
+    `sum(n)` over `SELECT k, count(*) AS n ... GROUP BY k`; every wide table's key is NOT NULL and a
+    commit touching one key writes such a file. So rows of duplicated keys are derived: rows with a
+    complete key, minus distinct keys, plus duplicated keys.
+    """
     keys = ", ".join(ident(k) for k in primary_key)
     null_key = " OR ".join(f"{ident(k)} IS NULL" for k in primary_key)
-    per_key = spark.sql(
-        f"SELECT {keys}, {null_key} AS null_key, count(*) AS n FROM {{rows}} GROUP BY {keys}", rows=rows
-    )
+    # count(DISTINCT a, b) skips tuples with a NULL part: it counts complete keys only.
     totals = spark.sql(
-        "SELECT coalesce(sum(n), 0) AS rows, coalesce(sum(CASE WHEN null_key THEN n END), 0) AS null_keys, "
-        "count_if(n > 1 AND NOT null_key) AS duplicate_keys, "
-        "coalesce(sum(CASE WHEN n > 1 AND NOT null_key THEN n END), 0) AS duplicate_rows FROM {k}",
-        k=per_key,
+        f"SELECT count(*) AS rows, count_if({null_key}) AS null_keys, count(DISTINCT {keys}) AS keys "
+        "FROM {rows}",
+        rows=rows,
     ).collect()[0]
-    bad = spark.sql(
-        f"SELECT {keys}, null_key, n FROM {{k}} WHERE null_key OR n > 1 ORDER BY n DESC, {keys} LIMIT {MAX_EXAMPLES}",
-        k=per_key,
-    ).collect()
-    examples = tuple(
-        ("NULL key part: " if r.null_key else f"{r.n} rows: ")
-        + ", ".join(f"{k}={r[k]!r}" for k in primary_key)
-        for r in bad
+    duplicated = (
+        f"SELECT {keys}, count(*) AS n FROM {{rows}} WHERE NOT ({null_key}) GROUP BY {keys} HAVING n > 1"
     )
+    duplicate_keys = int(spark.sql(f"SELECT count(*) AS n FROM ({duplicated})", rows=rows).collect()[0].n)
+    worst = spark.sql(f"{duplicated} ORDER BY n DESC, {keys} LIMIT {MAX_EXAMPLES}", rows=rows).collect()
+    nulls = spark.sql(
+        f"SELECT {keys} FROM {{rows}} WHERE {null_key} LIMIT {MAX_EXAMPLES}", rows=rows
+    ).collect()
+    examples = [f"{r.n} rows: " + _key_text(r, primary_key) for r in worst]
+    examples += ["NULL key part: " + _key_text(r, primary_key) for r in nulls]
     return KeyReport(
         rows=int(totals.rows),
         null_keys=int(totals.null_keys),
-        duplicate_keys=int(totals.duplicate_keys),
-        duplicate_rows=int(totals.duplicate_rows),
-        examples=examples,
+        duplicate_keys=duplicate_keys,
+        duplicate_rows=int(totals.rows) - int(totals.null_keys) - int(totals.keys) + duplicate_keys,
+        examples=tuple(examples[:MAX_EXAMPLES]),
     )
+
+
+def _key_text(row: Any, primary_key: Sequence[str]) -> str:
+    return ", ".join(f"{k}={row[k]!r}" for k in primary_key)

@@ -1,0 +1,441 @@
+"""Blocking asset checks of a lake table: its key, and comparisons with an independent oracle (its own
+previous Delta version, or plain SQL over the source's CDC table). They read through Spark inside the
+check run only; a failed check stops the run before anything downstream reads the table.
+
+No `from __future__ import annotations` here: Dagster inspects the check functions' annotations.
+"""
+
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import dagster as dg
+
+from wide_assets.pipelines.ingest import quarantine_path
+from wide_assets.pipelines.landing import LandingZone
+from wide_assets.pipelines.locate import LakeLocator, SparkProvider, asset_key, table_path
+from wide_assets.pipelines.specs import LakeTableSpec, SourceSpec, WideTableSpec
+from wide_assets.pipelines.sql import ident, string
+from wide_assets.pipelines.wide import consumed_offsets, key_report
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from wide_assets.table import WideTable
+
+__all__ = [
+    "KeyedDiff",
+    "RowDiff",
+    "applied_once_check",
+    "applied_records",
+    "check_result",
+    "first_row_check",
+    "freshness_check",
+    "keyed_diff",
+    "primary_key_check",
+    "quarantine_growth_check",
+    "row_diff",
+    "schema_drift_check",
+    "source_health_checks",
+    "table_check",
+    "unchanged_rows_check",
+    "unique_check",
+]
+
+MAX_EXAMPLES = 5
+
+
+@dataclass(frozen=True)
+class RowDiff:
+    """Rows an oracle expects that the table lacks (`missing`) and table rows it does not expect."""
+
+    rows: int
+    missing: int
+    unexpected: int
+    examples: tuple[str, ...]
+
+    @property
+    def passed(self) -> bool:
+        return self.missing == 0 and self.unexpected == 0
+
+    def result(self, **metadata: Any) -> dg.AssetCheckResult:
+        return check_result(
+            self.passed,
+            self.examples,
+            rows=self.rows,
+            missing=self.missing,
+            unexpected=self.unexpected,
+            **metadata,
+        )
+
+
+def check_result(passed: bool, examples: Sequence[str], **metadata: Any) -> dg.AssetCheckResult:
+    """A check's result: the examples of what is wrong are its description and part of its metadata."""
+    return dg.AssetCheckResult(
+        passed=passed,
+        description=None if passed else "; ".join(examples),
+        metadata={**metadata, "examples": list(examples)},
+    )
+
+
+def row_diff(
+    spark: "SparkSession", actual: "DataFrame", expected: "DataFrame", columns: Sequence[str]
+) -> RowDiff:
+    """Compare two DataFrames row for row on `columns` (as multisets, NULL equal to NULL)."""
+    missing, missing_examples = _absent(spark, expected, actual, columns)
+    unexpected, unexpected_examples = _absent(spark, actual, expected, columns)
+    examples = [f"missing {e}" for e in missing_examples] + [f"unexpected {e}" for e in unexpected_examples]
+    return RowDiff(actual.count(), missing, unexpected, tuple(examples))
+
+
+def _absent(
+    spark: "SparkSession", rows: "DataFrame", other: "DataFrame", columns: Sequence[str]
+) -> tuple[int, list[str]]:
+    """How many of `rows` (on `columns`) `other` lacks, with a few of them shown."""
+    selected = ", ".join(ident(c) for c in columns)
+    absent = spark.sql(
+        f"SELECT {selected} FROM {{r}} EXCEPT ALL SELECT {selected} FROM {{o}}", r=rows, o=other
+    )
+    return absent.count(), [_show(r, columns) for r in absent.limit(MAX_EXAMPLES).collect()]
+
+
+def _show(row: Any, columns: Sequence[str]) -> str:
+    return "(" + ", ".join(f"{c}={row[c]!r}" for c in columns) + ")"
+
+
+@dataclass(frozen=True)
+class KeyedDiff(RowDiff):
+    """A `RowDiff` by key: `missing`/`unexpected` count keys absent on one side, `differing` the keys
+    present on both whose values differ, per column."""
+
+    differing: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return super().passed and not self.differing
+
+    def result(self, **metadata: Any) -> dg.AssetCheckResult:
+        return super().result(differing_keys_by_column=dict(self.differing), **metadata)
+
+
+def keyed_diff(
+    spark: "SparkSession",
+    actual: "DataFrame",
+    expected: "DataFrame",
+    key: Sequence[str],
+    columns: Sequence[str],
+) -> KeyedDiff:
+    """Compare two DataFrames keyed by `key` (unique on both sides) column by column, NULL equal to NULL."""
+    on = " AND ".join(f"a.{ident(k)} = e.{ident(k)}" for k in key)
+    first = ident(key[0])
+    keys = ", ".join(f"coalesce(a.{ident(k)}, e.{ident(k)}) AS {ident(k)}" for k in key)
+    flags = [f"NOT (a.{ident(c)} <=> e.{ident(c)})" for c in columns]
+    names = ", ".join(f"CASE WHEN {f} THEN {string(c)} END" for f, c in zip(flags, columns, strict=True))
+    shown = ", ".join(
+        f"a.{ident(c)} AS {ident('a_' + c)}, e.{ident(c)} AS {ident('e_' + c)}" for c in columns
+    )
+    diffs = spark.sql(
+        f"SELECT {keys}, e.{first} IS NULL AS unexpected, a.{first} IS NULL AS missing, "
+        f"concat_ws(',', {names}) AS differs, {shown} "
+        f"FROM {{a}} a FULL OUTER JOIN {{e}} e ON {on} "
+        f"WHERE a.{first} IS NULL OR e.{first} IS NULL OR {' OR '.join(flags)}",
+        a=actual,
+        e=expected,
+    )
+    counts = spark.sql(
+        "SELECT count_if(missing) AS missing, count_if(unexpected) AS unexpected, "
+        + ", ".join(
+            f"count_if(NOT missing AND NOT unexpected AND array_contains(split(differs, ','), {string(c)})) "
+            f"AS {ident(c)}"
+            for c in columns
+        )
+        + " FROM {d}",
+        d=diffs,
+    ).collect()[0]
+    examples = []
+    for row in diffs.orderBy(*key).limit(MAX_EXAMPLES).collect():
+        at = ", ".join(f"{k}={row[k]!r}" for k in key)
+        if row.missing or row.unexpected:
+            examples.append(f"{'missing' if row.missing else 'unexpected'} row {at}")
+            continue
+        changed = row.differs.split(",")
+        detail = "; ".join(f"{c} table={row['a_' + c]!r} expected={row['e_' + c]!r}" for c in changed)
+        examples.append(f"{at}: {detail}")
+    return KeyedDiff(
+        rows=actual.count(),
+        missing=int(counts.missing),
+        unexpected=int(counts.unexpected),
+        differing={c: int(counts[c]) for c in columns if counts[c]},
+        examples=tuple(examples),
+    )
+
+
+def table_check(
+    spec: LakeTableSpec,
+    name: str,
+    description: str,
+    evaluate: Callable[["SparkSession", "WideTable", LakeLocator], dg.AssetCheckResult],
+) -> dg.AssetChecksDefinition:
+    """A blocking check of `spec`'s table: `evaluate(spark, table, lake)` inside the check run."""
+    key = asset_key(spec, spec.name)
+
+    @dg.asset_check(asset=key, name=name, blocking=True, description=description)
+    def _check(
+        spark: dg.ResourceParam[SparkProvider], lake: dg.ResourceParam[LakeLocator]
+    ) -> dg.AssetCheckResult:
+        """A table that fails this is not what its sources say it is, so nothing downstream may read it."""
+        from wide_assets.table import WideTable
+
+        session = spark.spark
+        return evaluate(session, WideTable.open(session, table_path(lake, spec)), lake)
+
+    return _check
+
+
+def unique_check(
+    spec: LakeTableSpec, columns: Sequence[str], name: str, description: str
+) -> dg.AssetChecksDefinition:
+    """`columns` of `spec`'s table are never NULL and identify one row each."""
+    columns = tuple(columns)
+
+    def evaluate(spark: "SparkSession", table: "WideTable", lake: LakeLocator) -> dg.AssetCheckResult:
+        report = key_report(spark, table.read(), columns)
+        return check_result(
+            report.passed,
+            report.examples,
+            rows=report.rows,
+            null_keys=report.null_keys,
+            duplicate_keys=report.duplicate_keys,
+            duplicate_rows=report.duplicate_rows,
+        )
+
+    return table_check(spec, name, description, evaluate)
+
+
+def primary_key_check(spec: LakeTableSpec) -> dg.AssetChecksDefinition:
+    """The table's primary key is unique and never NULL."""
+    pk = ", ".join(spec.primary_key)
+    return unique_check(
+        spec,
+        spec.primary_key,
+        name="primary_key_unique_not_null",
+        description=f"Every row of {spec.name} has a complete ({pk}) key that no other row shares.",
+    )
+
+
+def unchanged_rows_check(spec: LakeTableSpec, name: str, description: str) -> dg.AssetChecksDefinition:
+    """Every row of the table's previous Delta version is still there, identical (first_row tables,
+    id dictionaries: a key's values are fixed when it is first written)."""
+
+    def evaluate(spark: "SparkSession", table: "WideTable", lake: LakeLocator) -> dg.AssetCheckResult:
+        # A wide table is at version 1 or later: version 0 is its empty creation.
+        version = table.version
+        current = table.read()
+        previous = table.read(version=version - 1)
+        # One direction only: rows the current version adds are new keys (or duplicates, which the
+        # key check reports); a previous row that is absent now was changed or removed.
+        changed, examples = _absent(spark, previous, current, table.spec.column_names)
+        diff = RowDiff(current.count(), changed, 0, tuple(f"changed or removed {e}" for e in examples))
+        return diff.result(version=version, compared_with=version - 1)
+
+    return table_check(spec, name, description, evaluate)
+
+
+def first_row_check(spec: WideTableSpec, name: str, description: str) -> dg.AssetChecksDefinition:
+    """The table equals, per key, its single source's earliest applied record by `_offset`."""
+    if len(spec.sources) != 1:
+        raise ValueError(f"table {spec.name}: a first-row oracle needs exactly one source.")
+    source = spec.sources[0]
+    mapping = spec.column_map(source)
+
+    def evaluate(spark: "SparkSession", table: "WideTable", lake: LakeLocator) -> dg.AssetCheckResult:
+        consumed, records = applied_records(spark, spec, source, table, lake)
+        keys = ", ".join(ident(k) for k in source.primary_key)
+        firsts = spark.sql(
+            f"SELECT {keys}, min(_offset) AS first_offset FROM {{r}} GROUP BY {keys}", r=records
+        )
+        selected = ", ".join(f"r.{ident(s)} AS {ident(w)}" for s, w in mapping.items())
+        expected = spark.sql(
+            f"SELECT {selected} FROM {{r}} r JOIN {{f}} f ON r._offset = f.first_offset", r=records, f=firsts
+        )
+        return row_diff(spark, table.read(), expected, spec.column_names).result(consumed_offset=consumed)
+
+    return table_check(spec, name, description, evaluate)
+
+
+def applied_once_check(
+    spec: LakeTableSpec, source: SourceSpec, name: str, description: str
+) -> dg.AssetChecksDefinition:
+    """Every commit of the table applied `source` records once: its txn names the source, the offset
+    ranges follow each other, and their record counts add up to the source's records in that range.
+    Holds for tables that receive exactly one record per source record."""
+
+    def evaluate(spark: "SparkSession", table: "WideTable", lake: LakeLocator) -> dg.AssetCheckResult:
+        commits = table.commits()
+        foreign = [c.commit for c in commits if c.txn is None or c.txn.app_id != source.name]
+        offsets = [c.txn.version for c in commits if c.txn is not None and c.txn.app_id == source.name]
+        replayed = [b for a, b in itertools.pairwise(offsets) if b <= a]
+        applied = sum(c.input_records for c in commits)
+        consumed, records = applied_records(spark, spec, source, table, lake)
+        expected = records.count()
+        problems = []
+        if foreign:
+            problems.append(f"commits {foreign} were not written from {source.name}")
+        if replayed:
+            problems.append(f"offsets {replayed} were applied again after a later one")
+        if applied != expected:
+            problems.append(
+                f"{applied} record(s) applied for {expected} source record(s) up to offset {consumed}"
+            )
+        return check_result(
+            not problems,
+            problems,
+            commits=len(commits),
+            consumed_offset=consumed,
+            records_applied=applied,
+            source_records=expected,
+        )
+
+    return table_check(spec, name, description, evaluate)
+
+
+def applied_records(
+    spark: "SparkSession", spec: LakeTableSpec, source: SourceSpec, table: "WideTable", lake: LakeLocator
+) -> tuple[int, "DataFrame"]:
+    """The offset up to which `table` consumed `source` (in `spec`'s group), and those CDC records."""
+    consumed = consumed_offsets(table).get(source.name, 0)
+    rows = spark.read.format("delta").load(table_path(lake, spec, source.name))
+    return consumed, spark.sql(f"SELECT * FROM {{rows}} WHERE _offset <= {consumed}", rows=rows)
+
+
+# ------------------------------------------------------------------------------------------ source health
+def _warning(passed: bool, description: str, **metadata: Any) -> dg.AssetCheckResult:
+    return dg.AssetCheckResult(
+        passed=passed,
+        severity=dg.AssetCheckSeverity.WARN,
+        description=None if passed else description,
+        metadata=metadata,
+    )
+
+
+def freshness_check(spec: LakeTableSpec, source: SourceSpec, max_lag: timedelta) -> dg.AssetChecksDefinition:
+    """Warns when the newest op time `source` has ingested is older than `max_lag` (delta-rs, no Spark)."""
+    if source.op_time is None:
+        raise ValueError(f"source {source.name}: freshness needs an op_time column.")
+    op_time = source.op_time
+
+    @dg.asset_check(
+        asset=asset_key(spec, source.name),
+        name=f"{source.name}_freshness",
+        blocking=False,
+        description=f"The newest {source.name} change ingested happened less than {max_lag} ago.",
+    )
+    def _fresh(lake: dg.ResourceParam[LakeLocator]) -> dg.AssetCheckResult:
+        """A source that stopped sending changes leaves its wide-table columns silently stale."""
+        import pyarrow.compute as pc
+        from deltalake import DeltaTable
+
+        rows = (
+            DeltaTable(table_path(lake, spec, source.name)).to_pyarrow_dataset().to_table(columns=[op_time])
+        )
+        newest = pc.max(rows[op_time])
+        if not newest.is_valid:
+            return _warning(
+                False, f"{source.name} has no change with an op time yet.", threshold=str(max_lag)
+            )
+        newest_time = newest.as_py()
+        if newest_time.tzinfo is None:
+            newest_time = newest_time.replace(tzinfo=UTC)
+        lag = datetime.now(UTC) - newest_time
+        return _warning(
+            lag <= max_lag,
+            f"{source.name}'s newest change is {lag} old (threshold {max_lag}).",
+            newest_op_time=newest_time.isoformat(),
+            lag_seconds=round(lag.total_seconds()),
+            threshold_seconds=round(max_lag.total_seconds()),
+        )
+
+    return _fresh
+
+
+def schema_drift_check(spec: LakeTableSpec, source: SourceSpec) -> dg.AssetChecksDefinition:
+    """Warns when `source`'s landed JSON records carry columns its spec lacks, or never carry one it has."""
+    if source.format == "csv":
+        raise ValueError(
+            f"source {source.name}: CSV headers are checked at ingest; drift is for JSON sources."
+        )
+
+    @dg.asset_check(
+        asset=asset_key(spec, source.name),
+        name=f"{source.name}_schema_drift",
+        blocking=False,
+        description=f"The columns of landed {source.name} records are exactly the spec's.",
+    )
+    def _drift(landing: LandingZone) -> dg.AssetCheckResult:
+        """An upstream schema change shows up here before it shows up as NULLs in the wide table."""
+        from wide_assets.pipelines.cdc_json import json_fields
+
+        files = landing.files(source)
+        seen = set().union(*(json_fields(source, f.path) for f in files)) if files else set()
+        unexpected = sorted(seen - set(source.column_names))
+        missing = sorted(set(source.column_names) - seen) if files else []
+        return _warning(
+            not unexpected and not missing,
+            f"{source.name}: columns {unexpected} are not in the spec; spec columns {missing} never landed.",
+            files=len(files),
+            unexpected_columns=unexpected,
+            missing_columns=missing,
+        )
+
+    return _drift
+
+
+def quarantine_growth_check(spec: LakeTableSpec, source: SourceSpec) -> dg.AssetChecksDefinition:
+    """Warns when the latest ingest of `source` quarantined malformed records (delta-rs, no Spark)."""
+    if source.max_bad_records is None:
+        raise ValueError(f"source {source.name}: it has no quarantine (max_bad_records is None).")
+    key = asset_key(spec, source.name)
+
+    @dg.asset_check(
+        asset=key,
+        name=f"{source.name}_quarantine_growth",
+        blocking=False,
+        description=f"The latest {source.name} ingest quarantined no malformed record.",
+    )
+    def _growth(
+        context: dg.AssetCheckExecutionContext, lake: dg.ResourceParam[LakeLocator]
+    ) -> dg.AssetCheckResult:
+        """Malformed records are kept, not dropped; someone has to look at new ones."""
+        from deltalake import DeltaTable
+
+        event = context.instance.get_latest_materialization_event(key)
+        metadata = event.asset_materialization.metadata if event and event.asset_materialization else {}
+        added = int(metadata["quarantined_this_run"].value) if "quarantined_this_run" in metadata else 0
+        path = quarantine_path(table_path(lake, spec, source.name))
+        total = DeltaTable(path).to_pyarrow_dataset().count_rows() if DeltaTable.is_deltatable(path) else 0
+        return _warning(
+            added == 0,
+            f"{source.name}: the latest ingest quarantined {added} record(s); {total} in quarantine at {path}.",
+            quarantined_last_run=added,
+            quarantine_rows=total,
+            max_bad_records=source.max_bad_records,
+        )
+
+    return _growth
+
+
+def source_health_checks(
+    spec: LakeTableSpec, sources: Sequence[SourceSpec], max_lag: timedelta
+) -> list[dg.AssetChecksDefinition]:
+    """Freshness, schema drift and quarantine growth of every source that supports them (non-blocking)."""
+    checks = []
+    for source in sources:
+        if source.op_time is not None:
+            checks.append(freshness_check(spec, source, max_lag))
+        if source.format != "csv":
+            checks.append(schema_drift_check(spec, source))
+        if source.max_bad_records is not None:
+            checks.append(quarantine_growth_check(spec, source))
+    return checks
