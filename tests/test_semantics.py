@@ -193,3 +193,21 @@ def test_full_compaction_changelog_every_n_commits(spark: Any, tmp_path: Path) -
     # commits 3 and 4 touch key 2 only: x -> y, then y again; one -U/+U for the pair
     assert changelog(table, 4) == [("-U", 2, "x", 1, 4), ("+U", 2, "y", 2, 4)]
     assert rows(table) == [(1, "b", 2), (2, "y", 2)]
+
+
+def test_timestamp_ntz_sequence_group(spark: Any, tmp_path: Path) -> None:
+    """Paimon TIMESTAMP (no time zone) sequence fields are Spark timestamp_ntz."""
+    from datetime import datetime
+
+    columns = [("k", "int"), ("v", "string"), ("ts", "timestamp_ntz")]
+    table = WideTable.create(
+        spark,
+        tmp_path / "t",
+        columns,
+        ["k"],
+        {"merge-engine": "partial-update", "fields.ts.sequence-group": "v"},
+    )
+    ddl = "k int, v string, ts timestamp_ntz"
+    write(spark, table, [(1, "new", datetime(2026, 3, 1, 12))], ddl)
+    write(spark, table, [(1, "late", datetime(2026, 3, 1, 11))], ddl)
+    assert rows(table) == [(1, "new", datetime(2026, 3, 1, 12))]

@@ -24,8 +24,20 @@ Dialect = Literal["paimon", "fluss"]
 PAIMON_ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
 FLUSS_ENGINES = ("last_row", "first_row", "versioned", "aggregation")
 PAIMON_PRODUCERS = ("none", "input", "lookup", "full-compaction")
-SEQUENCE_TYPES = ("decimal", "tinyint", "smallint", "int", "bigint", "float", "double", "date", "timestamp")
-VERSION_TYPES = ("int", "bigint", "timestamp")
+# Paimon's TIMESTAMP has no time zone (Spark's timestamp_ntz); TIMESTAMP_LTZ is Spark's timestamp.
+SEQUENCE_TYPES = (
+    "decimal",
+    "tinyint",
+    "smallint",
+    "int",
+    "bigint",
+    "float",
+    "double",
+    "date",
+    "timestamp",
+    "timestamp_ntz",
+)
+VERSION_TYPES = ("int", "bigint", "timestamp", "timestamp_ntz")
 
 # Options that tune storage or parallelism in Paimon/Fluss and do not change merge semantics.
 NEUTRAL_OPTIONS = frozenset(
