@@ -20,6 +20,7 @@ from wide_assets.pipelines.checks import primary_key_check
 from wide_assets.pipelines.ingest import BadSourceRecords, cdc_columns, ingest, quarantine_path
 from wide_assets.pipelines.landing import LandingZone
 from wide_assets.pipelines.locate import LakeLocator, SparkProvider, asset_key, lake_name, table_path
+from wide_assets.pipelines.maintenance import table_health
 from wide_assets.pipelines.markdown import markdown_table
 from wide_assets.pipelines.specs import LakeTableSpec, SourceSpec, WideTableSpec
 from wide_assets.pipelines.triggers import hourly_schedule, new_data_sensor, run_failure_logger
@@ -207,6 +208,16 @@ def table_asset(
                 "changelog_preview": dg.MetadataValue.md(changelog_preview(session, table, first_new)),
                 "dagster/column_schema": schema,
                 "dagster/column_lineage": lineage,
+            }
+        )
+        # At a glance: what a compaction would fold in, and how many files reads open.
+        health = table_health(table.path)
+        metadata.update(
+            {
+                "pending_commits": health.pending_commits,
+                "files": health.files,
+                "bytes": health.bytes,
+                "last_compaction": health.last_compaction or "never",
             }
         )
         return dg.MaterializeResult(metadata=metadata)
