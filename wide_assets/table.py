@@ -409,7 +409,8 @@ class WideTable:
             if not self.spec.merge.write_only:
                 self._merge_images(self._images([info.commit]))
             faults.checkpoint("after-table-commit")
-            return self._result(self._commit_info(info.commit), recovered=recovered)
+            # `info` is exactly the marker just committed: no need to read the log back.
+            return self._result(info, recovered=recovered)
 
     def add_columns(
         self, columns: Sequence[tuple[str, str] | Column], options: dict[str, Any] | None = None
@@ -612,12 +613,6 @@ class WideTable:
         finally:
             self.spark.catalog.dropTempView(view)
         return count
-
-    def _commit_info(self, commit: int) -> CommitInfo:
-        for info in self.commits():
-            if info.commit == commit:
-                return info
-        raise TableStateError(f"Commit {commit} is not in the changelog of {self.path}.")
 
     def _merged_entries(self, commits: list[int]) -> DataFrame:
         """The merged changelog entries of `commits` (a contiguous range), from the log as it is now."""

@@ -102,17 +102,13 @@ WITH b AS (
 ), folded AS (
   SELECT {key_list}, _first, before, {fold} AS st FROM with_stored
 )"""
-    entries = _per_record_entries(ctx) if engine.per_record else _transitions(ctx, engine)
+    # Fluss engines carry their per-record CDC entries in the fold state; Paimon's are derived per key.
+    entries = "st.log" if engine.per_record else _transitions(ctx, engine)
     out_keys = ", ".join(f"{a} AS {quote(k)}" for k, a in zip(spec.primary_key, keys, strict=True))
     out_values = ", ".join(f"{ctx.encode('e.v.' + ctx.aliases[c], c)} AS {quote(c)}" for c in ctx.values)
     return f"""{folded}
 SELECT {out_keys}, e.k AS _row_kind, e.a AS _order_a, e.i AS _order_i, {out_values}
 FROM (SELECT {key_list}, inline_entries.* FROM folded LATERAL VIEW inline({entries}) inline_entries) e"""
-
-
-def _per_record_entries(ctx: MergeContext) -> str:
-    del ctx
-    return "st.log"
 
 
 def _transitions(ctx: MergeContext, engine: MergeEngine) -> str:
