@@ -19,3 +19,8 @@ class MergeError(WideTableError):
 
 class TableStateError(WideTableError):
     """The table on disk is missing, not a wide table, or damaged."""
+
+
+class ConcurrentWriteError(WideTableError):
+    """Another writer committed the same input stream first; re-read the input and retry (nothing was
+    committed by the failed write)."""

@@ -44,7 +44,13 @@ from wide_assets.batch import (
     transition_counts,
     without_ignored_updates,
 )
-from wide_assets.errors import InvalidInputError, InvalidOptionError, TableStateError, WideTableError
+from wide_assets.errors import (
+    ConcurrentWriteError,
+    InvalidInputError,
+    InvalidOptionError,
+    TableStateError,
+    WideTableError,
+)
 from wide_assets.merge.plan import quote
 from wide_assets.spec import Column, TableSpec
 
@@ -59,10 +65,15 @@ LOOKUP_PRUNING_KEYS = 1000  # up to this many lookup keys become IN filters the 
 
 
 class Txn(NamedTuple):
-    """A writer's idempotency key: a write whose (app_id, version) was already committed is skipped."""
+    """A writer's idempotency key: a write whose (app_id, version) was already committed is skipped.
+
+    `after`, when given, is the version of `app_id` the writer read its input after (0: from the
+    start). If another writer committed a different version of `app_id` in between, the write fails
+    with `ConcurrentWriteError` instead of applying input that overlaps what that writer applied."""
 
     app_id: str
     version: int
+    after: int | None = None
 
 
 @dataclass(frozen=True)
@@ -368,6 +379,15 @@ class WideTable:
                 ]
                 if done:
                     return self._result(done[-1], skipped=True, recovered=recovered)
+                if txn.after is not None:
+                    last = max(
+                        (c.txn.version for c in commits if c.txn and c.txn.app_id == txn.app_id), default=0
+                    )
+                    if last != txn.after:
+                        raise ConcurrentWriteError(
+                            f"{txn.app_id}: this write read its input after version {txn.after}, but version "
+                            f"{last} is committed now; read the input again and retry."
+                        )
             batch = prepare_batch(self.spark, self.spec, changes, target_columns)
             base_version = self.version
             info = CommitInfo(

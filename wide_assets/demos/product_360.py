@@ -57,7 +57,7 @@ from wide_assets.pipelines import (
 )
 from wide_assets.pipelines.checks import applied_records, keyed_diff, source_health_checks
 from wide_assets.pipelines.maintenance import CompactionPolicy, maintenance_defs
-from wide_assets.pipelines.wide import SourceApplied, apply_pending, pending_records
+from wide_assets.pipelines.wide import Prepared, SourceApplied, apply_with_retries, pending_records
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -314,13 +314,15 @@ def enrich_new_orders(spark: SparkSession, table: WideTable, lake: LakeLocator) 
     """The new orders, enriched by a lookup join: product_360 is read only for the products they name."""
     from wide_assets.table import WideTable
 
-    pending = pending_records(spark, table, ORDERS.name, table_path(lake, ORDERS_ENRICHED, ORDERS.name))
-    changes = None
-    if pending.rows is not None:
+    def prepare() -> Prepared:
+        pending = pending_records(spark, table, ORDERS.name, table_path(lake, ORDERS_ENRICHED, ORDERS.name))
+        if pending.rows is None:
+            return pending, None
         products = WideTable.open(spark, table_path(lake, PRODUCT_360))
         keys = spark.sql("SELECT DISTINCT product_id FROM {o}", o=pending.rows)
-        changes = enrich(spark, pending.rows, products.lookup(keys))
-    return [apply_pending(table, pending, changes)]
+        return pending, enrich(spark, pending.rows, products.lookup(keys))
+
+    return [apply_with_retries(table, prepare)]
 
 
 ACTIVE_PRODUCTS_SQL = (

@@ -57,8 +57,9 @@ from wide_assets.pipelines.checks import applied_records
 from wide_assets.pipelines.locate import LakeLocator
 from wide_assets.pipelines.wide import (
     Pending,
+    Prepared,
     SourceApplied,
-    apply_pending,
+    apply_with_retries,
     consumed_offsets,
     pending_records,
 )
@@ -204,16 +205,19 @@ def review_averages(spark: SparkSession, stats: DataFrame) -> DataFrame:
 # ------------------------------------------------------------------------------------------ assets
 def assign_reviewer_ids(spark: SparkSession, table: WideTable, lake: LakeLocator) -> list[SourceApplied]:
     """Every reviewer of the new review records gets an id, if it has none yet."""
-    pending = pending_records(
-        spark, table, REVIEWS.name, table_path(lake, PRODUCT_REVIEW_STATS, REVIEWS.name)
-    )
-    changes = None
-    if pending.rows is not None:
+
+    def prepare() -> Prepared:
+        pending = pending_records(
+            spark, table, REVIEWS.name, table_path(lake, PRODUCT_REVIEW_STATS, REVIEWS.name)
+        )
+        if pending.rows is None:
+            return pending, None
         # Only the key: the table assigns ids to new reviewers, in order of first appearance.
-        changes = spark.sql(
+        return pending, spark.sql(
             "SELECT reviewer, min(_offset) AS _offset FROM {r} GROUP BY reviewer", r=pending.rows
         )
-    return [apply_pending(table, pending, changes)]
+
+    return [apply_with_retries(table, prepare)]
 
 
 def aggregate_reviews(spark: SparkSession, table: WideTable, lake: LakeLocator) -> list[SourceApplied]:
@@ -221,13 +225,16 @@ def aggregate_reviews(spark: SparkSession, table: WideTable, lake: LakeLocator) 
     from wide_assets.table import WideTable
 
     ids = WideTable.open(spark, table_path(lake, REVIEWER_IDS))
-    # Not past what reviewer_ids has covered: records newer than that may name reviewers without an
-    # id yet (reviews ingested by another run meanwhile); the next run applies them.
-    covered = consumed_offsets(ids).get(REVIEWS.name, 0)
     path = table_path(lake, PRODUCT_REVIEW_STATS, REVIEWS.name)
-    pending = pending_records(spark, table, REVIEWS.name, path, upto_at_most=covered)
-    changes = None if pending.rows is None else review_deltas(spark, pending.rows, ids.read())
-    return [apply_pending(table, pending, changes)]
+
+    def prepare() -> Prepared:
+        # Not past what reviewer_ids has covered: records newer than that may name reviewers without an
+        # id yet (reviews ingested by another run meanwhile); the next run applies them.
+        covered = consumed_offsets(ids).get(REVIEWS.name, 0)
+        pending = pending_records(spark, table, REVIEWS.name, path, upto_at_most=covered)
+        return pending, None if pending.rows is None else review_deltas(spark, pending.rows, ids.read())
+
+    return [apply_with_retries(table, prepare)]
 
 
 def average_reviews(spark: SparkSession, table: WideTable, lake: LakeLocator) -> list[SourceApplied]:
@@ -235,18 +242,24 @@ def average_reviews(spark: SparkSession, table: WideTable, lake: LakeLocator) ->
     from wide_assets.table import WideTable
 
     stats = WideTable.open(spark, table_path(lake, PRODUCT_REVIEW_STATS))
+
     # Progress is the stats table's commit number: the products its changelog touched since then
     # are recomputed from their current stats.
-    consumed = consumed_offsets(table).get(PRODUCT_REVIEW_STATS.name, 0)
-    last = stats.last_commit
-    rows = None
-    if last > consumed:
-        touched = stats.changelog(start_commit=consumed + 1)
-        rows = spark.sql(
-            "SELECT * FROM {s} WHERE product_id IN (SELECT product_id FROM {t})", s=stats.read(), t=touched
-        )
-    pending = Pending(PRODUCT_REVIEW_STATS.name, consumed, last, stats.version, rows)
-    return [apply_pending(table, pending, None if rows is None else review_averages(spark, rows))]
+    def prepare() -> Prepared:
+        consumed = consumed_offsets(table).get(PRODUCT_REVIEW_STATS.name, 0)
+        last = stats.last_commit
+        rows = None
+        if last > consumed:
+            touched = stats.changelog(start_commit=consumed + 1)
+            rows = spark.sql(
+                "SELECT * FROM {s} WHERE product_id IN (SELECT product_id FROM {t})",
+                s=stats.read(),
+                t=touched,
+            )
+        pending = Pending(PRODUCT_REVIEW_STATS.name, consumed, last, stats.version, rows)
+        return pending, None if rows is None else review_averages(spark, rows)
+
+    return [apply_with_retries(table, prepare)]
 
 
 ASSETS = [

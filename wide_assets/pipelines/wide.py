@@ -8,11 +8,11 @@ commit: a re-run after a crash or without new data applies nothing twice.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from wide_assets.errors import TableStateError
+from wide_assets.errors import ConcurrentWriteError, TableStateError
 from wide_assets.pipelines.markdown import markdown_table
 from wide_assets.pipelines.specs import LakeTableSpec, SourceSpec, WideTableSpec
 from wide_assets.pipelines.sql import ident
@@ -25,9 +25,11 @@ if TYPE_CHECKING:
 __all__ = [
     "KeyReport",
     "Pending",
+    "Prepared",
     "SourceApplied",
     "apply_pending",
     "apply_sources",
+    "apply_with_retries",
     "changelog_preview",
     "consumed_offsets",
     "key_report",
@@ -37,6 +39,8 @@ __all__ = [
 ]
 
 PREVIEW_ROWS = 20
+# A run that loses a race for a source's range re-reads it; each retry means another run committed.
+CONFLICT_RETRIES = 5
 MAX_EXAMPLES = 5
 
 
@@ -115,12 +119,35 @@ def apply_pending(
     """Write `changes` (derived from `pending.rows`) as one commit whose txn is the source's last offset."""
     result = None
     if changes is not None:
-        written = table.write(changes, target_columns=target_columns, txn=(pending.source, pending.to_offset))
+        written = table.write(
+            changes,
+            target_columns=target_columns,
+            txn=(pending.source, pending.to_offset, pending.from_offset),
+        )
         # Skipped: a concurrent run committed this range first, so this run made no commit.
         result = None if written.skipped else written
     return SourceApplied(
         pending.source, pending.from_offset, pending.to_offset, pending.source_version, result
     )
+
+
+Prepared = tuple[Pending, "DataFrame | None"]
+
+
+def apply_with_retries(
+    table: WideTable, prepare: Callable[[], Prepared], target_columns: Sequence[str] | None = None
+) -> SourceApplied:
+    """`apply_pending` of what `prepare` reads; when another run commits part of that range first
+    (`ConcurrentWriteError`), nothing was written, so read again and retry."""
+    attempt = 1
+    while True:
+        pending, changes = prepare()
+        try:
+            return apply_pending(table, pending, changes, target_columns)
+        except ConcurrentWriteError:
+            if attempt == CONFLICT_RETRIES:
+                raise
+            attempt += 1
 
 
 def apply_sources(
@@ -129,12 +156,17 @@ def apply_sources(
     """Write each source's records past its consumed `_offset`, one commit per source, in spec order."""
     applied = []
     for source in spec.sources:
-        pending = pending_records(spark, table, source.name, source_paths[source.name])
         mapping = spec.column_map(source)
-        changes = None
-        if pending.rows is not None:
-            changes = source_changes(spark, source, mapping, pending, source_paths[source.name])
-        applied.append(apply_pending(table, pending, changes, target_columns=list(mapping.values())))
+        path = source_paths[source.name]
+
+        def prepare(
+            source: SourceSpec = source, mapping: Mapping[str, str] = mapping, path: str = path
+        ) -> Prepared:
+            pending = pending_records(spark, table, source.name, path)
+            changes = None if pending.rows is None else source_changes(spark, source, mapping, pending, path)
+            return pending, changes
+
+        applied.append(apply_with_retries(table, prepare, target_columns=list(mapping.values())))
     return applied
 
 
