@@ -147,6 +147,7 @@ class TableSpec:
         opts = {str(k): _option_text(v) for k, v in (options or {}).items()}
         spec = cls(parsed, tuple(primary_key), opts)
         spec.merge  # noqa: B018 - parse and validate eagerly so errors surface at create
+        spec.bucketing  # noqa: B018
         return spec
 
     @cached_property
@@ -164,6 +165,11 @@ class TableSpec:
     def merge(self) -> MergeOptions:
         return MergeOptions.parse(self)
 
+    @cached_property
+    def bucketing(self) -> Bucketing | None:
+        """Fixed buckets (Paimon `bucket`/`bucket-key`, Fluss `bucket.num`/`bucket.key`), or None."""
+        return Bucketing.parse(self)
+
     def to_json(self) -> str:
         return json.dumps(
             {
@@ -178,6 +184,47 @@ class TableSpec:
     def from_json(cls, text: str) -> TableSpec:
         data = json.loads(text)
         return cls.build(data["columns"], data["primary_key"], data["options"])
+
+
+BUCKET_COLUMN = "_bucket"
+
+
+@dataclass(frozen=True)
+class Bucketing:
+    """Rows placed in `count` buckets by hash(bucket key) mod count; each bucket is a Delta partition, so
+    a MERGE rewrites and a lookup reads only the buckets its keys hash to."""
+
+    count: int
+    key: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, spec: TableSpec) -> Bucketing | None:
+        option = "bucket.num" if "bucket.num" in spec.options else "bucket"
+        text = spec.options.get(option)
+        if text is None:
+            return None
+        try:
+            count = int(text)
+        except ValueError:
+            raise InvalidOptionError(f"Option '{option}' must be an integer, got '{text}'.") from None
+        if count == -1 and option == "bucket":
+            return None  # Paimon's dynamic bucket mode: no fixed placement
+        if count < 1:
+            raise InvalidOptionError(f"Option '{option}' must be a positive number of buckets, got {count}.")
+        key_option = "bucket.key" if "bucket.key" in spec.options else "bucket-key"
+        key = _names(spec.options.get(key_option, "")) or spec.primary_key
+        outside = [k for k in key if k not in spec.primary_key]
+        if outside:
+            raise InvalidOptionError(
+                f"Bucket key {list(key)} must be a subset of the primary key {list(spec.primary_key)}: "
+                f"{outside} are not key columns, so one key's rows could land in different buckets."
+            )
+        return cls(count, key)
+
+    def expression(self) -> str:
+        """The bucket of a row as SQL; xxhash64 gives the same values on Sail and JVM Spark."""
+        columns = ", ".join("`" + k.replace("`", "``") + "`" for k in self.key)
+        return f"CAST(pmod(xxhash64({columns}), {self.count}) AS INT)"
 
 
 def _option_text(value: object) -> str:

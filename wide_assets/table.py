@@ -52,7 +52,7 @@ from wide_assets.errors import (
     WideTableError,
 )
 from wide_assets.merge.plan import quote
-from wide_assets.spec import Column, TableSpec
+from wide_assets.spec import BUCKET_COLUMN, Column, TableSpec
 
 if TYPE_CHECKING:
     from wide_assets.export import Encoding
@@ -62,6 +62,9 @@ CHANGELOG_SUFFIX = "_changelog"
 LOG_COLUMNS = ("_commit", "_offset", "_row_kind", "_origin")
 CHANGELOG_ORIGIN = {"input": "input"}  # every other producer's changelog is the merged one
 LOOKUP_PRUNING_KEYS = 1000  # up to this many lookup keys become IN filters the Delta scan can prune with
+
+
+URL_UNSAFE = " %#?"
 
 
 class Txn(NamedTuple):
@@ -152,6 +155,11 @@ class WideTable:
     """A wide table at `path`: create or open it, then write changes, read rows and its changelog."""
 
     def __init__(self, spark: SparkSession | None, path: str, spec: TableSpec) -> None:
+        unsafe = sorted(set(URL_UNSAFE) & set(str(path)))
+        if unsafe:
+            # Sail 0.7.2 URL-decodes local paths: it looks for such a table elsewhere, finds no commit
+            # and reports an empty location (seen with a space), so refuse the path up front.
+            raise InvalidOptionError(f"A table path must not contain any of {unsafe}: {path!r}.")
         self.spark = spark
         self.path = str(path)
         self.spec = spec
@@ -167,6 +175,7 @@ class WideTable:
         options: dict[str, Any] | None = None,
     ) -> WideTable:
         """Create the table (idempotent when the same definition exists); invalid options fail here."""
+        import pyarrow as pa
         from deltalake import DeltaTable
 
         spec = TableSpec.build(columns, primary_key, options)
@@ -186,7 +195,13 @@ class WideTable:
             name = f"{Path(path).name}{CHANGELOG_SUFFIX}"
             DeltaTable.create(table.changelog_path, schema=table._arrow_log_schema(schema), name=name)
         if not DeltaTable.is_deltatable(path):
-            DeltaTable.create(path, schema=schema, name=Path(path).name)
+            if spec.bucketing is None:
+                DeltaTable.create(path, schema=schema, name=Path(path).name)
+            else:
+                bucket = pa.field(BUCKET_COLUMN, pa.int32(), nullable=False)
+                DeltaTable.create(
+                    path, schema=schema.append(bucket), name=Path(path).name, partition_by=[BUCKET_COLUMN]
+                )
         elif DeltaTable(path).version() != 0:
             raise TableStateError(f"The Delta table at {path} holds data but is not a wide table.")
         # delta-rs only accepts unknown (non-`delta.*`) properties through ALTER.
@@ -221,12 +236,18 @@ class WideTable:
     # ----------------------------------------------------------------------------- reading
     def read(self, version: int | None = None, timestamp: str | None = None) -> DataFrame:
         """The merged rows, exactly the table's columns; optionally as of a Delta version or timestamp."""
+        return self._read(version, timestamp)
+
+    def _read(
+        self, version: int | None = None, timestamp: str | None = None, where: str = "true"
+    ) -> DataFrame:
+        """`read`, with `where` applied to the stored rows first (it may name the bucket column)."""
         reader = self.spark.read.format("delta")
         if version is not None:
             reader = reader.option("versionAsOf", version)
         if timestamp is not None:
             reader = reader.option("timestampAsOf", timestamp)
-        base = reader.load(self.path).select(*[quote(c) for c in self.spec.column_names])
+        base = reader.load(self.path).where(where).select(*[quote(c) for c in self.spec.column_names])
         if version is not None or timestamp is not None:
             return base
         pending = self.pending_commits()
@@ -295,6 +316,10 @@ class WideTable:
                 f"Lookup keys must have exactly the columns {list(columns)}, got {keys.columns}."
             )
         rows = self.read()
+        bucketing = self.spec.bucketing
+        if bucketing is not None and set(bucketing.key) <= set(columns):
+            # Partition pruning: only the buckets the keys hash to are read.
+            rows = self._read(where=f"{BUCKET_COLUMN} IN ({self._buckets_of(keys)})")
         wanted = keys.distinct().limit(LOOKUP_PRUNING_KEYS + 1).collect()
         if len(wanted) <= LOOKUP_PRUNING_KEYS:
             # Literal IN lists reach the Delta scan, whose per-file min/max statistics skip files.
@@ -516,7 +541,11 @@ class WideTable:
                 return 0
             images = self._images([c.commit for c in commits])
             rows = images.where("_row_kind <> '-D'").select(*[quote(c) for c in self.spec.column_names])
-            rows.write.format("delta").mode("overwrite").save(self.path)
+            writer = rows.write.format("delta").mode("overwrite")
+            if self.spec.bucketing is not None:
+                rows = rows.selectExpr("*", f"{self.spec.bucketing.expression()} AS {BUCKET_COLUMN}")
+                writer = rows.write.format("delta").mode("overwrite").partitionBy(BUCKET_COLUMN)
+            writer.save(self.path)
             return self.spark.read.format("delta").load(self.path).count()
 
     def recover(self) -> bool:
@@ -621,6 +650,15 @@ class WideTable:
         update = f"WHEN MATCHED THEN UPDATE SET {assignments} " if assignments else ""
         columns = ", ".join(quote(c) for c in spec.column_names)
         values = ", ".join(f"s.{quote(c)}" for c in spec.column_names)
+        if spec.bucketing is not None:
+            # The literal bucket list prunes the target's partitions: only buckets the images hit are
+            # scanned and rewritten.
+            on = f"t.{BUCKET_COLUMN} IN ({self._buckets_of(images)}) AND t.{BUCKET_COLUMN} = s.{BUCKET_COLUMN} AND {on}"
+            columns += f", {BUCKET_COLUMN}"
+            values += f", s.{BUCKET_COLUMN}"
+            images = self.spark.sql(
+                f"SELECT *, {spec.bucketing.expression()} AS {BUCKET_COLUMN} FROM {{images}}", images=images
+            )
         view = f"wide_assets_apply_{os.getpid()}_{id(self)}"
         images.createOrReplaceTempView(view)
         try:
@@ -633,6 +671,14 @@ class WideTable:
         finally:
             self.spark.catalog.dropTempView(view)
         return count
+
+    def _buckets_of(self, keys: DataFrame) -> str:
+        """The buckets `keys` (a frame with the bucket key columns) hash to, as a SQL list."""
+        assert self.spec.bucketing is not None
+        hit = self.spark.sql(
+            f"SELECT DISTINCT {self.spec.bucketing.expression()} AS b FROM {{keys}}", keys=keys
+        ).collect()
+        return ", ".join(str(r.b) for r in hit) or "NULL"
 
     def _merged_entries(self, commits: list[int]) -> DataFrame:
         """The merged changelog entries of `commits` (a contiguous range), from the log as it is now."""
