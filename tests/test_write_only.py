@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from wide_assets import WideTable
+from wide_assets.errors import MergeError
 from wide_assets.faults import CRASH_POINT
 
 COLUMNS = [("k", "int"), ("name", "string"), ("name_ts", "int"), ("cnt", "bigint"), ("cnt_ts", "int")]
@@ -27,6 +28,14 @@ PAIMON = {
     "changelog-producer": "lookup",
 }
 FLUSS = {"table.delete.behavior": "allow"}
+# No aggregate function: write-only writers of these tables never look up the stored rows.
+LOOKUP_FREE = {
+    "merge-engine": "partial-update",
+    "fields.name_ts.sequence-group": "name",
+    "fields.cnt_ts.sequence-group": "cnt",
+    "changelog-producer": "lookup",
+}
+DEDUPLICATE = {"merge-engine": "deduplicate", "changelog-producer": "lookup"}
 
 
 def random_batch(rng: random.Random) -> list[tuple[Any, ...]]:
@@ -46,7 +55,11 @@ def rows(table: WideTable) -> list[tuple[Any, ...]]:
 
 
 @pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("options", [PAIMON, FLUSS], ids=["paimon", "fluss"])
+@pytest.mark.parametrize(
+    "options",
+    [PAIMON, FLUSS, LOOKUP_FREE, DEDUPLICATE],
+    ids=["paimon", "fluss", "lookup-free-partial-update", "lookup-free-deduplicate"],
+)
 def test_write_only_reads_like_copy_on_write_under_random_interleavings(
     spark: Any, tmp_path: Path, options: dict[str, str], seed: int
 ) -> None:
@@ -96,33 +109,57 @@ COMPACTOR = textwrap.dedent(
 )
 
 
-def test_compaction_killed_after_its_merge_is_finished_once(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("options", "point", "kinds"),
+    [
+        # The re-run compacts both commits at once: one transition per key.
+        (PAIMON, "after-compaction-merge", ["+I", "+I"]),
+        # The resolution logged commit 1's changelog before the crash; commit 2 updates key 1.
+        (LOOKUP_FREE, "after-resolution", ["+I", "+I", "+U", "-U"]),
+        (LOOKUP_FREE, "after-compaction-merge", ["+I", "+I", "+U", "-U"]),
+    ],
+    ids=["lookup", "lookup-free-before-merge", "lookup-free-after-merge"],
+)
+def test_compaction_killed_after_its_merge_is_finished_once(
+    spark: Any, tmp_path: Path, options: dict[str, str], point: str, kinds: list[str]
+) -> None:
     path = tmp_path / "t"
-    table = WideTable.create(spark, path, COLUMNS, ["k"], {**PAIMON, "write-only": "true"})
+    table = WideTable.create(spark, path, COLUMNS, ["k"], {**options, "write-only": "true"})
     table.write(spark.createDataFrame([(1, "a", 1, 5, 1, "+I"), (2, "b", 1, 1, 1, "+I")], DDL))
-    env = {**os.environ, CRASH_POINT: "after-compaction-merge"}
+    env = {**os.environ, CRASH_POINT: point}
     killed = subprocess.run(
         [sys.executable, "-c", COMPACTOR, str(path)], env=env, capture_output=True, timeout=300
     )
     assert killed.returncode == -signal.SIGKILL
-    assert table.pending_commits() == [1], "the marker was never written"
+    assert table.compactions() == [], "the marker was never written"
     assert rows(table) == [(1, "a", 1, 5, 1), (2, "b", 1, 1, 1)]
-    table.compact()
-    assert [c.through for c in table.compactions()] == [1]
-    assert sorted(r["_row_kind"] for r in table.changelog().collect()) == ["+I", "+I"]
-    assert rows(table) == [(1, "a", 1, 5, 1), (2, "b", 1, 1, 1)]
+    # The next write finishes a cut-short resolution first; then both commits are in the table.
+    table.write(spark.createDataFrame([(1, "c", 2, None, None, "+I")], DDL))
+    assert table.compact() is not None
+    assert table.compactions()[-1].through == 2 and table.pending_commits() == []
+    assert sorted(r["_row_kind"] for r in table.changelog().collect()) == kinds
+    assert rows(table) == [(1, "c", 2, 5, 1), (2, "b", 1, 1, 1)]
+    assert sorted(tuple(r) for r in spark.read.format("delta").load(table.path).collect()) == rows(table)
 
 
-def test_optimize_merges_small_files_and_vacuum_keeps_recent_versions(spark: Any, tmp_path: Path) -> None:
-    from deltalake import DeltaTable
+def test_a_lookup_free_write_of_unmergeable_records_commits_nothing(spark: Any, tmp_path: Path) -> None:
+    table = WideTable.create(
+        spark, tmp_path / "t", COLUMNS, ["k"], {"merge-engine": "first-row", "write-only": "true"}
+    )
+    assert table.spec.merge.lookup_free_writes
+    table.write(spark.createDataFrame([(1, "a", 1, None, None, "+I")], DDL))
+    with pytest.raises(MergeError, match="can not accept DELETE"):
+        table.write(spark.createDataFrame([(2, "a", 1, None, None, "-D")], DDL))
+    assert [c.commit for c in table.commits()] == [1]
+    assert rows(table) == [(1, "a", 1, None, None)]
 
-    table = WideTable.create(spark, tmp_path / "t", COLUMNS, ["k"], PAIMON)
-    for i in range(4):
-        table.write(spark.createDataFrame([(i, "x", 1, 1, 1, "+I")], DDL))
-    before = len(DeltaTable(table.path).file_uris())
-    table.optimize()
-    assert len(DeltaTable(table.path).file_uris()) < before
-    assert table.vacuum(dry_run=True) == [], "nothing is older than the 7-day retention"
-    with pytest.raises(Exception, match="retention"):
-        table.vacuum(retention_hours=0)
-    assert rows(table) == [(i, "x", 1, 1, 1) for i in range(4)]
+
+def test_writers_look_up_stored_rows_where_a_check_needs_them(spark: Any, tmp_path: Path) -> None:
+    # Whether a delete may merge with a stored row is only known by looking it up.
+    options = {"merge-engine": "partial-update", "write-only": "true"}
+    table = WideTable.create(spark, tmp_path / "t", COLUMNS, ["k"], options)
+    assert not table.spec.merge.lookup_free_writes
+    table.write(spark.createDataFrame([(1, "a", 1, None, None, "+I")], DDL))
+    with pytest.raises(MergeError, match="can not accept delete records"):
+        table.write(spark.createDataFrame([(1, "a", 1, None, None, "-D")], DDL))
+    assert table.compact() is not None and rows(table) == [(1, "a", 1, None, None)]

@@ -6,7 +6,8 @@ on Sail (Spark Connect) and on classic JVM Spark. Delta I/O lives in `table.py`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
@@ -198,12 +199,15 @@ def assign_auto_increment(
     return PreparedBatch(frame, batch.context), next_id + assigned
 
 
-def merge_batch(spark: SparkSession, batch: PreparedBatch, stored: DataFrame) -> DataFrame:
-    """This commit's changelog entries: `_row_kind`, the table's columns, `_offset` (order in the commit)."""
+def merge_batch(
+    spark: SparkSession, batch: PreparedBatch, stored: DataFrame, segmented: bool = False
+) -> DataFrame:
+    """This commit's changelog entries: `_row_kind`, the table's columns, `_offset` (order in the commit).
+    `segmented`: the batch holds several commits' records, told apart by `_segment` (see merge_query)."""
     spec = batch.context.spec
     for column in spec.merge.functions:
         batch.context.aggregator(column).prepare(spark)
-    entries = spark.sql(merge_query(batch.context), batch=batch.frame, stored=stored)
+    entries = spark.sql(merge_query(batch.context, segmented), batch=batch.frame, stored=stored)
     columns = ", ".join(quote(c) for c in spec.column_names)
     return spark.sql(
         f"SELECT _row_kind, {columns}, "
@@ -347,6 +351,15 @@ def apply_images(spark: SparkSession, spec: TableSpec, stored: DataFrame, images
 
 def first_line(error: BaseException) -> str:
     return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+
+
+@contextlib.contextmanager
+def merge_errors() -> Iterator[None]:
+    """Raise the MergeError a failed query carried (a `raise_error` in the merge), else the error."""
+    try:
+        yield
+    except Exception as error:
+        raise (merge_error(error) or error) from error
 
 
 def merge_error(error: BaseException) -> MergeError | None:

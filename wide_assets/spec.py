@@ -148,6 +148,7 @@ class TableSpec:
         spec = cls(parsed, tuple(primary_key), opts)
         spec.merge  # noqa: B018 - parse and validate eagerly so errors surface at create
         spec.bucketing  # noqa: B018
+        spec.deletion_vectors  # noqa: B018
         return spec
 
     @cached_property
@@ -164,6 +165,12 @@ class TableSpec:
     @cached_property
     def merge(self) -> MergeOptions:
         return MergeOptions.parse(self)
+
+    @cached_property
+    def deletion_vectors(self) -> bool:
+        """Paimon `deletion-vectors.enabled`: a MERGE marks replaced rows in a deletion vector instead of
+        rewriting their data files (Delta's `delta.enableDeletionVectors`)."""
+        return _bool(self.options, "deletion-vectors.enabled")
 
     @cached_property
     def bucketing(self) -> Bucketing | None:
@@ -277,6 +284,27 @@ class MergeOptions:
         dialect = _dialect(spec.options)
         _warn_unknown(spec.options, dialect)
         return _parse_fluss(spec) if dialect == "fluss" else _parse_paimon(spec)
+
+    @property
+    def lookup_free_writes(self) -> bool:
+        """Whether a write-only table's writers can skip looking up the stored rows, as Paimon's do: its
+        commits log their records as written, and compaction (or a union read) folds them in. That
+        equals folding commit by commit only when the stored row always comes first in the merge
+        order (no `sequence.field`), no check depends on it (no aggregate function, whose overflow and
+        retraction checks need the stored value; no partial-update that rejects a delete merged with
+        the stored row), and no key needs an assigned id."""
+        rejects_merged_deletes = self.engine == "partial-update" and not (
+            self.sequence_groups or self.remove_record_on_delete or self.ignore_delete
+        )
+        return (
+            self.write_only
+            and self.dialect == "paimon"
+            and self.engine in ("partial-update", "deduplicate", "first-row")
+            and not rejects_merged_deletes
+            and not self.sequence_fields
+            and not self.functions
+            and self.auto_increment is None
+        )
 
     @property
     def changelog_at_compaction(self) -> bool:

@@ -26,12 +26,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Self
 
 from pyspark.sql import DataFrame, SparkSession
 
 from wide_assets import faults
 from wide_assets.batch import (
+    PreparedBatch,
     apply_images,
     assign_auto_increment,
     collapsed_transitions,
@@ -39,7 +40,7 @@ from wide_assets.batch import (
     first_line,
     input_changelog,
     merge_batch,
-    merge_error,
+    merge_errors,
     prepare_batch,
     transition_counts,
     without_ignored_updates,
@@ -51,6 +52,7 @@ from wide_assets.errors import (
     TableStateError,
     WideTableError,
 )
+from wide_assets.merge import MergeContext, engine_for
 from wide_assets.merge.plan import quote
 from wide_assets.spec import BUCKET_COLUMN, Column, TableSpec
 
@@ -94,6 +96,8 @@ class WriteResult:
     changelog_rows: int
     skipped: bool = False
     recovered: bool = False
+    # Lookup-free write-only commits are folded in at compaction: until then the counts are 0.
+    resolved_at_compaction: bool = False
 
     def as_metadata(self) -> dict[str, Any]:
         return asdict(self)
@@ -132,8 +136,19 @@ class CommitInfo:
         )
 
 
+class JsonMarker:
+    """A marker row's `_commit_info`: a flat dataclass as JSON."""
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Self:
+        return cls(**json.loads(text))
+
+
 @dataclass(frozen=True)
-class CompactionInfo:
+class CompactionInfo(JsonMarker):
     """The marker row of one compaction: the table holds every commit up to `through`."""
 
     through: int
@@ -143,12 +158,16 @@ class CompactionInfo:
     version_after: int
     written_at: str
 
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
 
-    @classmethod
-    def from_json(cls, text: str) -> CompactionInfo:
-        return cls(**json.loads(text))
+@dataclass(frozen=True)
+class Resolution(JsonMarker):
+    """The first step of compacting fragments (lookup-free writes): the commits up to `through`, folded
+    into the table as it was at `version_before`, are logged as absolute images. Applying those is
+    idempotent, so a compaction cut short after this step is finished from them, never refolded."""
+
+    through: int
+    commits: int
+    version_before: int
 
 
 class WideTable:
@@ -195,13 +214,18 @@ class WideTable:
             name = f"{Path(path).name}{CHANGELOG_SUFFIX}"
             DeltaTable.create(table.changelog_path, schema=table._arrow_log_schema(schema), name=name)
         if not DeltaTable.is_deltatable(path):
-            if spec.bucketing is None:
-                DeltaTable.create(path, schema=schema, name=Path(path).name)
-            else:
-                bucket = pa.field(BUCKET_COLUMN, pa.int32(), nullable=False)
-                DeltaTable.create(
-                    path, schema=schema.append(bucket), name=Path(path).name, partition_by=[BUCKET_COLUMN]
-                )
+            partition_by = None
+            if spec.bucketing is not None:
+                schema = schema.append(pa.field(BUCKET_COLUMN, pa.int32(), nullable=False))
+                partition_by = [BUCKET_COLUMN]
+            configuration = {"delta.enableDeletionVectors": "true"} if spec.deletion_vectors else None
+            DeltaTable.create(
+                path,
+                schema=schema,
+                name=Path(path).name,
+                partition_by=partition_by,
+                configuration=configuration,
+            )
         elif DeltaTable(path).version() != 0:
             raise TableStateError(f"The Delta table at {path} holds data but is not a wide table.")
         # delta-rs only accepts unknown (non-`delta.*`) properties through ALTER.
@@ -254,7 +278,7 @@ class WideTable:
         if not pending:
             return base
         # Union read: the Delta table plus the logged commits it does not hold yet.
-        return apply_images(self.spark, self.spec, base, self._images(pending))
+        return apply_images(self.spark, self.spec, base, self._images(pending, base))
 
     def diff(self, from_version: int, to_version: int | None = None) -> DataFrame:
         """The changelog (+I, -U/+U, -D; changed rows only) from one Delta version to another (default now)."""
@@ -339,22 +363,29 @@ class WideTable:
 
         return DeltaTable(self.path).version()
 
-    def _markers(self) -> tuple[list[CommitInfo], list[CompactionInfo]]:
-        """Commit and compaction markers, oldest first (read through delta-rs: no Spark job)."""
+    def _markers(self) -> tuple[list[CommitInfo], list[CompactionInfo], list[Resolution]]:
+        """Commit, compaction and resolution markers, oldest first (read through delta-rs: no Spark job)."""
         from deltalake import DeltaTable
 
         log = DeltaTable(self.changelog_path).to_pyarrow_table(
-            columns=["_origin", "_commit_info"], filters=[("_origin", "in", ["commit", "compaction"])]
+            columns=["_origin", "_commit_info"],
+            filters=[("_origin", "in", ["commit", "compaction", "resolution"])],
         )
-        commits, compactions = [], []
+        commits, compactions, resolutions = [], [], []
         for origin, text in zip(
             log.column("_origin").to_pylist(), log.column("_commit_info").to_pylist(), strict=True
         ):
             if origin == "commit":
                 commits.append(CommitInfo.from_json(text))
-            else:
+            elif origin == "compaction":
                 compactions.append(CompactionInfo.from_json(text))
-        return sorted(commits, key=lambda c: c.commit), sorted(compactions, key=lambda c: c.through)
+            else:
+                resolutions.append(Resolution.from_json(text))
+        return (
+            sorted(commits, key=lambda c: c.commit),
+            sorted(compactions, key=lambda c: c.through),
+            sorted(resolutions, key=lambda r: r.through),
+        )
 
     def commits(self) -> list[CommitInfo]:
         """Every commit's marker, oldest first."""
@@ -364,14 +395,28 @@ class WideTable:
         """Every compaction's marker, oldest first."""
         return self._markers()[1]
 
+    def _unfinished_resolution(self) -> Resolution | None:
+        """The resolution of a compaction cut short before its marker, if any."""
+        _, compactions, resolutions = self._markers()
+        through = compactions[-1].through if compactions else 0
+        return resolutions[-1] if resolutions and resolutions[-1].through > through else None
+
     def pending_commits(self) -> list[int]:
         """Commits logged but not in the Delta table yet: a write-only table's uncompacted fragments, or
         a copy-on-write commit whose MERGE a crash cut short (it still shows in `read()`)."""
-        commits, compactions = self._markers()
+        from deltalake import DeltaTable
+
+        commits, compactions, resolutions = self._markers()
         if not commits:
             return []
         if self.spec.merge.write_only:
             through = compactions[-1].through if compactions else 0
+            if resolutions and resolutions[-1].through > through:
+                # A compaction cut short: its commits are in the table once its MERGE landed.
+                since = self.version - resolutions[-1].version_before
+                history = DeltaTable(self.path).history(since) if since > 0 else []
+                if any(entry.get("operation") == "MERGE" for entry in history):
+                    through = resolutions[-1].through
         else:
             last = commits[-1]
             through = last.commit - 1 if self.version == last.base_version else last.commit
@@ -423,13 +468,23 @@ class WideTable:
                 input_records=0,
                 target_columns=batch.context.target_columns,
             )
-            stored = self.read()
-            if self.spec.merge.auto_increment is not None:
-                next_id = next((c.next_auto_increment for c in reversed(commits) if c.next_auto_increment), 1)
-                batch, next_id = assign_auto_increment(self.spark, batch, stored, next_id)
-                info = replace(info, next_auto_increment=next_id)
-            entries = merge_batch(self.spark, batch, stored)
-            parts = [self._log_rows(entries, info.commit, "merged")]
+            if self.spec.merge.lookup_free_writes:
+                # Their fold into the stored rows waits for compaction. Of these engines' checks only a
+                # guard can fail (on the records alone): run the merge to check it, before the commit.
+                if engine_for(self.spec.merge).guard(batch.context) is not None:
+                    with merge_errors():
+                        merge_batch(self.spark, batch, self._read(version=base_version).limit(0)).count()
+                parts = [self._log_rows(batch.frame, info.commit, "fragment")]
+            else:
+                stored = self.read()
+                if self.spec.merge.auto_increment is not None:
+                    next_id = next(
+                        (c.next_auto_increment for c in reversed(commits) if c.next_auto_increment), 1
+                    )
+                    batch, next_id = assign_auto_increment(self.spark, batch, stored, next_id)
+                    info = replace(info, next_auto_increment=next_id)
+                entries = merge_batch(self.spark, batch, stored)
+                parts = [self._log_rows(entries, info.commit, "merged")]
             if self.spec.merge.changelog_producer == "input":
                 parts.append(self._log_rows(input_changelog(self.spark, batch), info.commit, "input"))
             every = self.spec.merge.full_compaction_delta_commits
@@ -539,7 +594,8 @@ class WideTable:
             commits = self.commits()
             if not commits:
                 return 0
-            images = self._images([c.commit for c in commits])
+            # From empty: every commit's images again (fragments are folded from no rows at all).
+            images = self._images([c.commit for c in commits], self._read(version=self.version).limit(0))
             rows = images.where("_row_kind <> '-D'").select(*[quote(c) for c in self.spec.column_names])
             writer = rows.write.format("delta").mode("overwrite")
             if self.spec.bucketing is not None:
@@ -555,7 +611,11 @@ class WideTable:
 
     def _recover(self) -> bool:
         if self.spec.merge.write_only:
-            return False  # pending fragments are the compaction's to apply
+            # Pending commits are the compaction's to apply; only a compaction cut short is finished.
+            resolution = self._unfinished_resolution()
+            if resolution is not None:
+                self._apply_resolution(resolution)
+            return resolution is not None
         pending = self.pending_commits()
         return bool(pending) and self._merge_images(self._images(pending)) > 0
 
@@ -569,6 +629,20 @@ class WideTable:
             if not pending:
                 return None
             version_before = self.version
+            if self.spec.merge.lookup_free_writes:
+                resolution = Resolution(pending[-1], len(pending), version_before)
+                entries = self._folded_fragments(pending, self._read(version=version_before))
+                self._append_log(
+                    [
+                        self._log_rows(entries, resolution.through, "merged"),
+                        *self._compacted(entries, resolution.through),
+                    ],
+                    resolution.through,
+                    "resolution",
+                    resolution.to_json(),
+                )
+                faults.checkpoint("after-resolution")
+                return self._apply_resolution(resolution)
             entries = self._merged_entries(pending)
             applied = self._merge_images(final_images(self.spark, self.spec, entries, across_commits=True))
             faults.checkpoint("after-compaction-merge")
@@ -580,12 +654,32 @@ class WideTable:
                 version_after=self.version,
                 written_at=datetime.now(UTC).isoformat(timespec="seconds"),
             )
-            parts = []
-            if self.spec.merge.changelog_at_compaction:
-                transitions = collapsed_transitions(self.spark, self.spec, entries)
-                parts.append(self._log_rows(transitions, info.through, "compacted"))
-            self._append_log(parts, info.through, "compaction", info.to_json())
+            self._append_log(
+                self._compacted(entries, info.through), info.through, "compaction", info.to_json()
+            )
             return info
+
+    def _compacted(self, entries: DataFrame, through: int) -> list[DataFrame]:
+        """The changelog a compaction produces, when the table's producer runs at compaction."""
+        if not self.spec.merge.changelog_at_compaction:
+            return []
+        return [self._log_rows(collapsed_transitions(self.spark, self.spec, entries), through, "compacted")]
+
+    def _apply_resolution(self, resolution: Resolution) -> CompactionInfo:
+        """MERGE a resolution's logged images (idempotent), then write the compaction's marker."""
+        entries = self._merged_entries([resolution.through])
+        applied = self._merge_images(final_images(self.spark, self.spec, entries))
+        faults.checkpoint("after-compaction-merge")
+        info = CompactionInfo(
+            through=resolution.through,
+            commits=resolution.commits,
+            applied_rows=applied,
+            version_before=resolution.version_before,
+            version_after=self.version,
+            written_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        )
+        self._append_log([], info.through, "compaction", info.to_json())
+        return info
 
     def optimize(self, z_order: Sequence[str] | None = None) -> dict[str, Any]:
         """Small-file compaction (delta-rs OPTIMIZE, optionally Z-ordered) of the table and its log."""
@@ -630,14 +724,32 @@ class WideTable:
         )
         for part in parts:
             rows = rows.unionByName(part)
-        try:
+        with merge_errors():
             rows.write.format("delta").mode("append").save(self.changelog_path)
-        except Exception as error:
-            raise (merge_error(error) or error) from error
 
-    def _images(self, commits: list[int]) -> DataFrame:
-        """The final image per key of `commits`, read back from the log (absolute values: idempotent)."""
+    def _images(self, commits: list[int], stored: DataFrame | None = None) -> DataFrame:
+        """The final image per key of `commits` (a contiguous range) over the `stored` rows they follow
+        (default: the Delta table). Merged entries hold absolute images; only fragments need `stored`."""
+        if self.spec.merge.lookup_free_writes:
+            if stored is None:
+                stored = self._read(version=self.version)
+            return final_images(self.spark, self.spec, self._folded_fragments(commits, stored))
         return final_images(self.spark, self.spec, self._merged_entries(commits), across_commits=True)
+
+    def _folded_fragments(self, commits: list[int], stored: DataFrame) -> DataFrame:
+        """The changelog entries of folding the records of `commits` into `stored`, as one merge whose
+        arrival order is commit then offset (the fold is sequential, so this equals commit by commit)."""
+        columns = ", ".join(quote(c) for c in self.spec.column_names)
+        records = self.spark.sql(
+            f"SELECT {columns}, _row_kind, _segment, row_number() OVER (ORDER BY _segment, _position) AS _offset "
+            f"FROM (SELECT {columns}, _row_kind, _commit AS _segment, _offset AS _position FROM {{log}} "
+            f"WHERE _commit BETWEEN {min(commits)} AND {max(commits)} AND _origin = 'fragment')",
+            log=self._log(),
+        )
+        batch = PreparedBatch(records, MergeContext(self.spec))
+        entries = merge_batch(self.spark, batch, stored, segmented=True)
+        # One merge: its entries belong to the last commit folded, as the log will record them.
+        return self.spark.sql(f"SELECT *, CAST({max(commits)} AS BIGINT) AS _commit FROM {{e}}", e=entries)
 
     def _merge_images(self, images: DataFrame) -> int:
         """MERGE final images into the Delta table; returns how many rows it upserts or deletes."""
@@ -682,16 +794,19 @@ class WideTable:
 
     def _merged_entries(self, commits: list[int]) -> DataFrame:
         """The merged changelog entries of `commits` (a contiguous range), from the log as it is now."""
+        return self.spark.sql(
+            f"SELECT * FROM {{log}} WHERE _commit BETWEEN {min(commits)} AND {max(commits)} AND _origin = 'merged'",
+            log=self._log(),
+        )
+
+    def _log(self) -> DataFrame:
+        """The commit log as it is now (pinned: later appends do not change what this frame reads)."""
         from deltalake import DeltaTable
 
-        log = (
+        return (
             self.spark.read.format("delta")
             .option("versionAsOf", DeltaTable(self.changelog_path).version())
             .load(self.changelog_path)
-        )
-        return self.spark.sql(
-            f"SELECT * FROM {{log}} WHERE _commit BETWEEN {min(commits)} AND {max(commits)} AND _origin = 'merged'",
-            log=log,
         )
 
     def _result(self, info: CommitInfo, skipped: bool = False, recovered: bool = False) -> WriteResult:
@@ -706,6 +821,7 @@ class WideTable:
             changelog_rows=entries.count(),
             skipped=skipped,
             recovered=recovered,
+            resolved_at_compaction=self.spec.merge.lookup_free_writes,
             **transition_counts(self.spark, self.spec, entries),
         )
 

@@ -49,11 +49,16 @@ def merge_order(ctx: MergeContext) -> str:
     return ", ".join([*keys, "CASE WHEN _stored THEN 0 ELSE 1 END", "_arrival"])
 
 
-def merge_query(ctx: MergeContext) -> str:
+def merge_query(ctx: MergeContext, segmented: bool = False) -> str:
     """SQL over `{batch}` (table columns, `_row_kind`, `_offset`) and `{stored}` (the wide table).
 
     Returns the primary key, `_row_kind`, `_order_a`/`_order_i` (the entry's order within the
     commit) and the value columns, under the table's own column names.
+
+    `segmented`: the batch also has `_segment` (its records come from several commits, ascending
+    with `_offset`). At each commit's first record of a key whose row does not exist, the fold
+    starts again from the empty state, as it would had each commit been merged on its own: state a
+    commit left on a row it did not keep (e.g. a retraction's sequence) is not stored.
     """
     engine = engine_for(ctx.merge)
     spec = ctx.spec
@@ -63,8 +68,15 @@ def merge_query(ctx: MergeContext) -> str:
     stored_keys = ", ".join(f"t.{quote(k)} AS {a}" for k, a in zip(spec.primary_key, keys, strict=True))
     stored_values = ", ".join(f"{ctx.decode('t.' + quote(c), c)} AS {ctx.aliases[c]}" for c in ctx.values)
     join = " AND ".join(f"t.{quote(k)} = x.{a}" for k, a in zip(spec.primary_key, keys, strict=True))
+    segment = "_segment" if segmented else "0"
     record_fields = ", ".join(
-        ["'_rank', _rank", "'_kind', _kind", "'_stored', _stored", "'_arrival', _arrival"]
+        [
+            "'_rank', _rank",
+            "'_kind', _kind",
+            "'_stored', _stored",
+            "'_arrival', _arrival",
+            "'_starts', _starts",
+        ]
         + [f"'{ctx.aliases[c]}', {ctx.record_value(c)}" for c in ctx.values]
     )
     stored_row = ctx.row("r")
@@ -74,21 +86,27 @@ def merge_query(ctx: MergeContext) -> str:
         # The stored row is a full row: only the batch's records are limited to the target columns.
         step = f"CASE WHEN r._stored THEN {engine.step(replace(ctx, target_columns=None))} ELSE {step} END"
     fold = f"aggregate(recs, {ctx.initial_state()}, (s, r) -> {step})"
+    if segmented:
+        restarted = f"CASE WHEN r0._starts AND NOT s0.e THEN {ctx.initial_state()} ELSE s0 END"
+        fold = f"aggregate(recs, {ctx.initial_state()}, (s0, r0) -> aggregate(array(r0), {restarted}, (s, r) -> {step}))"
     guard = engine.guard(ctx)
     if guard is not None:
         condition, message = guard
         fold = f"CASE WHEN {condition} THEN {fail(message)} ELSE {fold} END"
     folded = f"""
 WITH b AS (
-  SELECT {key_select}, {value_select}, _row_kind AS _kind, CAST(_offset AS BIGINT) AS _arrival, false AS _stored
+  SELECT {key_select}, {value_select}, _row_kind AS _kind, CAST(_offset AS BIGINT) AS _arrival, false AS _stored,
+         CAST({segment} AS BIGINT) AS _segment
   FROM {{batch}} WHERE {kind_filter(ctx)}
 ), s AS (
-  SELECT {stored_keys}, {stored_values}, '+I' AS _kind, CAST(NULL AS BIGINT) AS _arrival, true AS _stored
+  SELECT {stored_keys}, {stored_values}, '+I' AS _kind, CAST(NULL AS BIGINT) AS _arrival, true AS _stored,
+         CAST(NULL AS BIGINT) AS _segment
   FROM {{stored}} t LEFT SEMI JOIN (SELECT DISTINCT {key_list} FROM b) x ON {join}
 ), u AS (
   SELECT * FROM b UNION ALL SELECT * FROM s
 ), ranked AS (
-  SELECT *, row_number() OVER (PARTITION BY {key_list} ORDER BY {merge_order(ctx)}) AS _rank FROM u
+  SELECT *, row_number() OVER (PARTITION BY {key_list} ORDER BY {merge_order(ctx)}) AS _rank,
+         {_segment_start(segmented, key_list, merge_order(ctx))} AS _starts FROM u
 ), grouped AS (
   -- The rank leads each record struct and is unique per key, so sorting the structs orders them by
   -- rank. (Indexing a map by rank would not: Sail 0.7.2 looks such maps up wrongly past 16,384 groups.)
@@ -109,6 +127,13 @@ WITH b AS (
     return f"""{folded}
 SELECT {out_keys}, e.k AS _row_kind, e.a AS _order_a, e.i AS _order_i, {out_values}
 FROM (SELECT {key_list}, inline_entries.* FROM folded LATERAL VIEW inline({entries}) inline_entries) e"""
+
+
+def _segment_start(segmented: bool, key_list: str, order: str) -> str:
+    """Whether a record is its commit's first for its key (only asked of segmented batches)."""
+    if not segmented:
+        return "false"
+    return f"NOT _stored AND row_number() OVER (PARTITION BY {key_list}, _segment ORDER BY {order}) = 1"
 
 
 def _transitions(ctx: MergeContext, engine: MergeEngine) -> str:

@@ -1,5 +1,6 @@
-"""Fixed buckets (`bucket` / `bucket.num`): rows are placed by hash(bucket key) mod N, a MERGE rewrites
-only the buckets its keys hash to, and a bucketed table holds exactly what an unbucketed one does."""
+"""Storage layouts: fixed buckets (`bucket` / `bucket.num`: rows placed by hash(bucket key) mod N, a MERGE
+rewrites only the buckets its keys hash to) and deletion vectors (`deletion-vectors.enabled`: a MERGE
+marks replaced rows instead of rewriting files). Either way the table holds what a plain one does."""
 
 from __future__ import annotations
 
@@ -25,18 +26,27 @@ def files_by_bucket(table: WideTable) -> dict[int, set[str]]:
     return buckets
 
 
+LAYOUTS = [
+    (PAIMON, {"bucket": "3"}),
+    (FLUSS, {"bucket.num": "3"}),
+    (PAIMON, {"deletion-vectors.enabled": "true"}),
+    (PAIMON, {"deletion-vectors.enabled": "true", "bucket": "2"}),
+]
+
+
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize(
-    "options", [{**PAIMON, "bucket": "3"}, {**FLUSS, "bucket.num": "3"}], ids=["paimon", "fluss"]
+    ("options", "layout"), LAYOUTS, ids=["paimon-buckets", "fluss-buckets", "paimon-dv", "paimon-dv-buckets"]
 )
-def test_bucketed_tables_hold_what_an_unbucketed_table_holds(
-    spark: Any, tmp_path: Path, options: dict[str, str], seed: int
+def test_laid_out_tables_hold_what_a_plain_table_holds(
+    spark: Any, tmp_path: Path, options: dict[str, str], layout: dict[str, str], seed: int
 ) -> None:
     rng = random.Random(seed)
-    plain_options = {k: v for k, v in options.items() if not k.startswith("bucket")}
-    plain = WideTable.create(spark, tmp_path / "plain", COLUMNS, ["k"], plain_options)
-    eager = WideTable.create(spark, tmp_path / "cow", COLUMNS, ["k"], options)
-    lazy = WideTable.create(spark, tmp_path / "wo", COLUMNS, ["k"], {**options, "write-only": "true"})
+    plain = WideTable.create(spark, tmp_path / "plain", COLUMNS, ["k"], options)
+    eager = WideTable.create(spark, tmp_path / "cow", COLUMNS, ["k"], {**options, **layout})
+    lazy = WideTable.create(
+        spark, tmp_path / "wo", COLUMNS, ["k"], {**options, **layout, "write-only": "true"}
+    )
     for _ in range(5):
         batch = spark.createDataFrame(random_batch(rng), DDL)
         for table in (plain, eager, lazy):
@@ -48,7 +58,6 @@ def test_bucketed_tables_hold_what_an_unbucketed_table_holds(
     assert sorted(map(tuple, eager.lookup(keys).collect())) == rows(plain)
     eager.rebuild()
     assert rows(eager) == rows(plain)
-    assert set(files_by_bucket(eager)) <= {0, 1, 2}
 
 
 @pytest.mark.jvm
@@ -83,6 +92,24 @@ def test_a_write_rewrites_only_the_buckets_its_keys_hash_to(spark: Any, tmp_path
     assert [r.k for r in table.read().where("name = 'b'").collect()] == [7]
 
 
+def test_a_write_to_a_deletion_vector_table_rewrites_no_data_file(spark: Any, tmp_path: Path) -> None:
+    table = WideTable.create(
+        spark, tmp_path / "t", COLUMNS, ["k"], {**PAIMON, "deletion-vectors.enabled": "true"}
+    )
+    table.write(spark.sql("SELECT CAST(id AS INT) AS k, 'a' AS name, 1 AS name_ts FROM range(400)"))
+    before = set(pa.table(DeltaTable(table.path).get_add_actions(flatten=True))["path"].to_pylist())
+    table.write(spark.createDataFrame([(7, "b", 2, None, None, "+I")], DDL))
+    after = set(pa.table(DeltaTable(table.path).get_add_actions(flatten=True))["path"].to_pylist())
+    assert before <= after, "every earlier data file is still live, its replaced rows masked"
+    metrics = DeltaTable(table.path).history(1)[0]["operationMetrics"]
+    assert metrics["numTargetDeletionVectorsAdded"] >= 1 and metrics["numTargetRowsCopied"] == 0
+    assert table.read().count() == 400
+    assert [tuple(r) for r in table.read().where("k IN (6, 7)").orderBy("k").collect()] == [
+        (6, "a", 1, None, None),
+        (7, "b", 2, None, None),
+    ]
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
@@ -90,6 +117,7 @@ def test_a_write_rewrites_only_the_buckets_its_keys_hash_to(spark: Any, tmp_path
         ({"bucket": "many"}, "must be an integer"),
         ({"bucket.num": "-1", "table.delete.behavior": "allow"}, "positive number of buckets"),
         ({"bucket": "4", "bucket-key": "name"}, "must be a subset of the primary key"),
+        ({"deletion-vectors.enabled": "yes"}, "must be 'true' or 'false'"),
     ],
 )
 def test_bad_bucket_options_fail_at_create(

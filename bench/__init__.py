@@ -1,0 +1,1 @@
+"""Benchmarks; run them as modules, e.g. `python -m bench.product_360`."""
