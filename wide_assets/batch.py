@@ -29,6 +29,7 @@ class PreparedBatch:
 
     frame: DataFrame
     context: MergeContext
+    records: int | None = None  # counted while validating, when known
 
 
 def prepare_batch(
@@ -52,8 +53,8 @@ def prepare_batch(
     targets = _target_columns(spec, given, target_columns)
     context = MergeContext(spec, targets)
     engine_for(spec.merge).check_write(context)
-    _check_values(spark, spec, changes, given, targets)
-    return PreparedBatch(_normalized(spark, spec, changes, given), context)
+    records = _check_values(spark, spec, changes, given, targets)
+    return PreparedBatch(_normalized(spark, spec, changes, given), context, records)
 
 
 def _target_columns(
@@ -111,8 +112,9 @@ def _check_values(
     changes: DataFrame,
     given: list[str],
     targets: tuple[str, ...] | None,
-) -> None:
-    """One aggregate pass over the raw changes counting every kind of bad record; raise with examples."""
+) -> int:
+    """One aggregate pass over the raw changes counting every kind of bad record; raise with examples.
+    Returns the number of records."""
 
     def cast(column: str) -> str:
         name = quote(column)
@@ -145,6 +147,7 @@ def _check_values(
             "The table.delete.behavior is set to 'disable'.)"
         ] = (f"{kind} = '-D'", kind)
     counts = [f"count_if({condition}) AS `{i}`" for i, (condition, _) in enumerate(checks.values())]
+    counts.append("count(*) AS records")
     if "_offset" in given:
         counts.append("count(_offset) - count(DISTINCT _offset) AS duplicate_offsets")
     try:
@@ -167,6 +170,7 @@ def _check_values(
         )
     if problems:
         raise InvalidInputError("Invalid changes, nothing was written: " + "; ".join(problems) + ".")
+    return int(result["records"])
 
 
 def assign_auto_increment(
@@ -196,7 +200,7 @@ def assign_auto_increment(
     frame = spark.sql(
         f"SELECT {columns} FROM {{frame}} b LEFT JOIN {{ids}} n ON {joined}", frame=batch.frame, ids=new_keys
     )
-    return PreparedBatch(frame, batch.context), next_id + assigned
+    return PreparedBatch(frame, batch.context, batch.records), next_id + assigned
 
 
 def merge_batch(

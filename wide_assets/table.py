@@ -502,7 +502,8 @@ class WideTable:
                     ).unionByName(window)
                 transitions = collapsed_transitions(self.spark, self.spec, window)
                 parts.append(self._log_rows(transitions, info.commit, "compacted"))
-            info = replace(info, input_records=batch.frame.count())
+            assert batch.records is not None, "prepare_batch counts the records"
+            info = replace(info, input_records=batch.records)
             faults.checkpoint("before-changelog-commit")
             self._append_log(parts, info.commit, "commit", info.to_json())
             faults.checkpoint("after-changelog-commit")
@@ -812,17 +813,20 @@ class WideTable:
     def _result(self, info: CommitInfo, skipped: bool = False, recovered: bool = False) -> WriteResult:
         from deltalake import DeltaTable
 
-        entries = self._merged_entries([info.commit])
+        lookup_free = self.spec.merge.lookup_free_writes
+        counts = dict.fromkeys(("inserted", "updated", "unchanged", "deleted", "changelog_rows"), 0)
+        if not lookup_free:  # a lookup-free commit has no merged entries until its compaction
+            entries = self._merged_entries([info.commit])
+            counts = {**transition_counts(self.spark, self.spec, entries), "changelog_rows": entries.count()}
         return WriteResult(
             commit=info.commit,
             version=self.version,
             changelog_version=DeltaTable(self.changelog_path).version(),
             input_records=info.input_records,
-            changelog_rows=entries.count(),
             skipped=skipped,
             recovered=recovered,
-            resolved_at_compaction=self.spec.merge.lookup_free_writes,
-            **transition_counts(self.spark, self.spec, entries),
+            resolved_at_compaction=lookup_free,
+            **counts,
         )
 
     # ----------------------------------------------------------------------------- helpers
