@@ -1,8 +1,7 @@
 """product_360 (seed 002) through Dagster: five CDC sources in Debezium and Flink JSON -> one row per product.
 
-The oracle is plain Python over the landed files (json, Decimal, date): per source the latest state
-by op time (arrival breaks ties), the delete rules of the module doc, joined on product_id. It shares
-no code with the pipeline (not even the JSON parser).
+The oracle (`bench.product_360_oracle`) is plain Python over the landed files, sharing no code with
+the pipeline.
 """
 
 from __future__ import annotations
@@ -15,13 +14,14 @@ import sys
 import textwrap
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 import pytest
 
+from bench.product_360_oracle import SOURCES, oracle, records, table_rows
 from resources import LakeSettings, SparkEngine
 from wide_assets.demos import product_360
 from wide_assets.demos.product_360 import PRODUCT_360
@@ -33,106 +33,6 @@ from wide_assets.table import WideTable
 ROOT = Path(__file__).resolve().parents[1]
 WIDE_KEY = asset_key(PRODUCT_360, PRODUCT_360.name)
 CONVERGENCE = dg.AssetCheckKey(WIDE_KEY, "converges_to_source_join")
-SOURCES = ("catalog", "pricing", "lifecycle", "reviews", "questions")
-TABLE_SOURCES = {
-    "catalog": ("product_name", "brand"),
-    "pricing": ("price", "sale_ends"),
-    "lifecycle": ("discontinue_date",),
-}
-PARSERS: dict[str, Any] = {
-    "product_id": int,
-    "review_id": int,
-    "question_id": int,
-    "rating": int,
-    "price": Decimal,
-    "sale_ends": date.fromisoformat,
-    "discontinue_date": date.fromisoformat,
-}
-Row = tuple[Any, ...]
-
-
-# ------------------------------------------------------------------------------------------ oracle
-def _ms(text: str) -> int:
-    return round(datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp() * 1000)
-
-
-def _typed(fields: dict[str, Any]) -> dict[str, Any] | None:
-    """The fields parsed, or None when a value does not parse (the record is malformed)."""
-    try:
-        return {k: (PARSERS[k](v) if k in PARSERS and v is not None else v) for k, v in fields.items()}
-    except (ValueError, TypeError, InvalidOperation):
-        return None
-
-
-def _records(landing: Path, source: str) -> list[tuple[str, int, dict[str, Any]]]:
-    """(kind, op time ms, fields) of every well-formed record of `source`, in arrival order."""
-    out = []
-    for path in sorted((landing / "landing" / source).glob("*.jsonl")):
-        for line in path.read_text("utf-8").splitlines():
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if source in TABLE_SOURCES:
-                op = data.get("op")
-                image = data.get("before") if op == "d" else data.get("after")
-                if op not in ("c", "r", "u", "d") or not isinstance(image, dict):
-                    continue
-                kind, ts, fields = ("-D" if op == "d" else "+I"), data["ts_ms"], image
-            else:
-                if data.get("rowkind") not in ("+I", "-U", "+U", "-D"):
-                    continue
-                kind, ts, fields = data["rowkind"], _ms(data["op_ts"]), data
-            typed = _typed({k: v for k, v in fields.items() if k not in ("rowkind", "op_ts")})
-            if typed is not None and isinstance(typed.get("product_id"), int):
-                out.append((kind, ts, typed))
-    return out
-
-
-def _latest(records: list[tuple[str, int, dict[str, Any]]], key: str) -> dict[Any, tuple[str, int, dict]]:
-    latest: dict[Any, tuple[int, int, tuple[str, int, dict]]] = {}
-    for arrival, record in enumerate(records):
-        k = record[2][key]
-        rank = (record[1], arrival)
-        if k not in latest or rank >= latest[k][:2]:
-            latest[k] = (*rank, record)
-    return {k: v[2] for k, v in latest.items()}
-
-
-def oracle(landing: Path) -> set[Row]:
-    """product_360 recomputed in Python from the landed files (op times as epoch milliseconds)."""
-    records = {s: _records(landing, s) for s in SOURCES}
-    products = {r[2]["product_id"] for rs in records.values() for r in rs}
-    row: dict[int, dict[str, Any]] = {p: {} for p in products}
-    for source, columns in TABLE_SOURCES.items():
-        for product, (kind, ts, fields) in _latest(records[source], "product_id").items():
-            values = {c: (None if kind == "-D" else fields.get(c)) for c in columns}
-            row[product].update(values, **{f"{source}_op_ts": ts, f"{source}_deleted": kind == "-D"})
-    for source, key, counted, column in (
-        ("reviews", "review_id", lambda f: True, "review_cnt"),
-        ("questions", "question_id", lambda f: f["status"] == "open", "open_question_cnt"),
-    ):
-        for kind, _, fields in _latest(records[source], key).values():
-            r = row[fields["product_id"]]
-            r[column] = r.get(column, 0) + (kind in ("+I", "+U") and counted(fields))
-        for _, ts, fields in records[source]:
-            r = row[fields["product_id"]]
-            r[f"{source}_op_ts"] = max(r.get(f"{source}_op_ts", ts), ts)
-    return {
-        (p, *(r.get(c) for c in PRODUCT_360.value_columns))
-        for p, r in row.items()
-        if not r.get("catalog_deleted")
-    }
-
-
-def table_rows(table: WideTable) -> set[Row]:
-    """The table's rows with op times as epoch milliseconds, comparable with the oracle."""
-    spark = table.spark
-    selected = ", ".join(
-        f"unix_millis({c}) AS {c}" if c.endswith("_op_ts") else c for c in PRODUCT_360.column_names
-    )
-    rows = spark.sql(f"SELECT {selected} FROM {{t}}", t=table.read()).collect()
-    return {tuple(r[c] for c in PRODUCT_360.column_names) for r in rows}
 
 
 # ------------------------------------------------------------------------------------------ runs
@@ -337,6 +237,7 @@ def test_too_many_malformed_records_fail_the_run_and_ingest_nothing(spark: Any, 
 
 CRASHING_RUN = """
 import dagster as dg
+from bench.product_360_oracle import SOURCES, oracle, records, table_rows
 from resources import LakeSettings, SparkEngine
 from wide_assets.demos import product_360
 from wide_assets.pipelines import LandingZone
@@ -380,7 +281,7 @@ def test_source_health_checks_warn_without_blocking(bundled: tuple[Pipeline, Any
     checks = _checks(result)
     warn = dg.AssetCheckSeverity.WARN
     # Bundled changes are from March 2026: every source is stale against a 24 h threshold.
-    newest = max(ts for s in SOURCES if s == "pricing" for _, ts, _ in _records(pipeline.landing, s))
+    newest = max(ts for s in SOURCES if s == "pricing" for _, ts, _ in records(pipeline.landing, s))
     fresh = checks["pricing_freshness"]
     assert not fresh.passed and fresh.severity == warn
     assert fresh.metadata["newest_op_time"].value == datetime.fromtimestamp(newest / 1000, UTC).isoformat()

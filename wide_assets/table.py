@@ -19,10 +19,9 @@ crash anywhere leaves either nothing or a commit that the next write (or `recove
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -52,6 +51,7 @@ from wide_assets.errors import (
     TableStateError,
     WideTableError,
 )
+from wide_assets.locking import exclusive
 from wide_assets.merge import MergeContext, engine_for
 from wide_assets.merge.plan import quote
 from wide_assets.spec import BUCKET_COLUMN, Column, TableSpec
@@ -830,20 +830,9 @@ class WideTable:
         )
 
     # ----------------------------------------------------------------------------- helpers
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
+    def _locked(self) -> contextlib.AbstractContextManager[None]:
         """One writer per table on this machine; remote stores rely on the orchestrator's pool."""
-        if "://" in self.path and not self.path.startswith("file://"):
-            yield
-            return
-        lock_path = Path(self.path.removeprefix("file://").rstrip("/") + ".lock")
-        lock_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(lock_path, "a+") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        return exclusive(self.path)
 
     def _arrow_schema(self) -> Any:
         from pyspark.sql.pandas.types import to_arrow_schema

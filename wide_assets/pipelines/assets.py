@@ -147,6 +147,9 @@ def source_asset(spec: LakeTableSpec, source: SourceSpec) -> dg.AssetsDefinition
         }
         if result.latest_op_time is not None:
             metadata["latest_op_time"] = result.latest_op_time
+        if source.op_time is not None:
+            # Records delivered again (identical, op time included): never appended twice.
+            metadata["duplicates_this_run"] = result.duplicates
         if source.max_bad_records is not None:
             # Read by the quarantine-growth check: what this run added, against the run's limit.
             metadata["quarantined_this_run"] = result.quarantined
@@ -154,8 +157,8 @@ def source_asset(spec: LakeTableSpec, source: SourceSpec) -> dg.AssetsDefinition
             metadata["quarantine_path"] = dg.MetadataValue.path(quarantine_path(result.path))
             if result.quarantined:
                 context.log.warning(
-                    f"{source.name}: {result.quarantined} malformed record(s) quarantined "
-                    f"(limit {source.max_bad_records} per run)"
+                    f"{source.name}: {result.quarantined} record(s) quarantined, {result.duplicates} of them "
+                    f"duplicates (limit {source.max_bad_records} malformed per run)"
                 )
         return dg.MaterializeResult(metadata=metadata)
 

@@ -5,6 +5,14 @@ The CDC table holds the source's columns (cast to their declared types) plus `_r
 `_source_hash`. A file is identified by its name under the landing zone and its SHA-256: a file seen
 before is skipped, a changed file is ingested again. All new files of a run land in one Delta commit,
 so a failed or interrupted run appends nothing and the next run retries the same files.
+
+A source with an op time is delivered at least once: a record identical to one ingested before or
+earlier in the run (same columns, row kind and op time), e.g. a producer's retry under a new file name,
+is a duplicate. It is never appended again (an aggregate would count it twice); a quarantining source
+keeps it in its quarantine table with the original's file and line, outside its `max_bad_records`.
+
+A CSV file whose header is not the source's columns (schema drift) fails the run of a source without
+a quarantine; a quarantining source quarantines the file as one record (its header) and goes on.
 """
 
 from __future__ import annotations
@@ -14,10 +22,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import reduce
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from wide_assets import faults
 from wide_assets.errors import InvalidInputError
+from wide_assets.locking import exclusive
 from wide_assets.pipelines.specs import ROW_KINDS, SourceSpec
 from wide_assets.pipelines.sql import ident, string
 
@@ -52,6 +61,10 @@ QUARANTINE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("_record", "string"),
 )
 MAX_EXAMPLES = 20
+# An op time further ahead of the clock than this is a producer's bug: as a sequence value it would
+# win over every real change of its row, so the record is quarantined (future timestamp).
+MAX_CLOCK_SKEW = "INTERVAL 1 DAY"
+DUPLICATE = "_problems LIKE '%(duplicate record)'"
 _HASH_CHUNK = 1 << 20
 
 
@@ -128,6 +141,7 @@ class IngestResult:
     max_offset: int
     latest_op_time: str | None
     quarantined: int = 0
+    duplicates: int = 0
 
 
 def cdc_columns(source: SourceSpec) -> tuple[tuple[str, str], ...]:
@@ -136,20 +150,29 @@ def cdc_columns(source: SourceSpec) -> tuple[tuple[str, str], ...]:
 
 
 def ingest(spark: SparkSession, source: SourceSpec, files: Sequence[LandedFile], path: str) -> IngestResult:
-    """Append the records of `files` not ingested before to the CDC table at `path`; see the module doc."""
+    """Append the records of `files` not ingested before to the CDC table at `path`; see the module doc.
+    Under the table's lock: two runs at once would both see a file as new and append it twice."""
+    with exclusive(path):
+        return _ingest(spark, source, files, path)
+
+
+def _ingest(spark: SparkSession, source: SourceSpec, files: Sequence[LandedFile], path: str) -> IngestResult:
     from deltalake import DeltaTable
 
     exists = DeltaTable.is_deltatable(path)
     seen, base_offset = _ingested(spark, path) if exists else (set(), 0)
     new = [f for f in files if (f.name, f.sha256) not in seen]
     skipped = tuple(f.name for f in files if (f.name, f.sha256) in seen)
-    appended = quarantined = 0
+    appended = quarantined = duplicates = 0
     if new:
         records = reduce(
             lambda a, b: a.unionByName(b), (_read(spark, source, f, i) for i, f in enumerate(new))
         )
+        if source.op_time is not None:
+            records = _mark_duplicates(spark, source, records, path if exists else None)
+            duplicates = records.where(DUPLICATE).count()
         if source.max_bad_records is None:
-            _reject_bad_records(spark, source, records)
+            _reject_bad_records(spark, source, records.where(f"NOT {DUPLICATE}"))
         else:
             quarantined = _quarantine(spark, source, records, quarantine_path(path))
         # A run killed here has quarantined (idempotently) but not appended: the next run redoes both.
@@ -175,6 +198,7 @@ def ingest(spark: SparkSession, source: SourceSpec, files: Sequence[LandedFile],
         ingested=tuple(f.name for f in new),
         skipped=skipped,
         quarantined=quarantined,
+        duplicates=duplicates,
         total_rows=int(stats.n),
         max_offset=int(stats.max_offset),
         latest_op_time=stats.op_time,
@@ -201,10 +225,17 @@ def _read(spark: SparkSession, source: SourceSpec, landed: LandedFile, index: in
     missing = [c for c in source.column_names if c not in header]
     unexpected = [c for c in header if c not in source.column_names and c != "_row_kind"]
     if missing or unexpected:
-        raise InvalidInputError(
-            f"Source {source.name}: file {landed.name} has header {header}; missing columns {missing}, "
-            f"unexpected columns {unexpected} (expected {list(source.column_names)} and optionally _row_kind)."
+        problem = (
+            f"file {landed.name} has header {header}; missing columns {missing}, unexpected columns "
+            f"{unexpected} (expected {list(source.column_names)} and optionally _row_kind)"
         )
+        if source.max_bad_records is None:
+            raise InvalidInputError(f"Source {source.name}: {problem}.")
+        # A quarantining source keeps the file as one bad record (its header) and ingests the others.
+        unread = [
+            (1, None, *(None for _ in source.column_names), f"{problem} (schema drift)", ",".join(header))
+        ]
+        return _parsed(spark, source, unread, landed, index)
     kind = "_row_kind" if "_row_kind" in header else "'+I'"
     # Spark numbers a single file's records in file order; the header is line 1. This assumes one
     # record per line, which CSV files without quoted line breaks satisfy.
@@ -217,6 +248,17 @@ def _read_json(spark: SparkSession, source: SourceSpec, landed: LandedFile, inde
     """A JSON file's lines, parsed in Python (see `cdc_json`), then typed like a CSV file's."""
     from wide_assets.pipelines.cdc_json import parse_json_lines
 
+    parsed = [
+        (r.line, r.row_kind, *r.values, r.problem or None, r.raw)
+        for r in parse_json_lines(source, landed.path)
+    ]
+    return _parsed(spark, source, parsed, landed, index)
+
+
+def _parsed(
+    spark: SparkSession, source: SourceSpec, rows: Sequence[tuple[Any, ...]], landed: LandedFile, index: int
+) -> DataFrame:
+    """Records parsed in Python: (line, row kind, the source's columns as text, problem or None, record)."""
     ddl = ", ".join(
         [
             "_line bigint",
@@ -226,11 +268,7 @@ def _read_json(spark: SparkSession, source: SourceSpec, landed: LandedFile, inde
             "_raw string",
         ]
     )
-    parsed = [
-        (r.line, r.row_kind, *r.values, r.problem or None, r.raw)
-        for r in parse_json_lines(source, landed.path)
-    ]
-    raw = spark.createDataFrame(parsed, ddl)
+    raw = spark.createDataFrame(list(rows), ddl)
     return _typed(spark, source, raw, landed, index, kind="_kind", line="_line", record="_raw", parsed=True)
 
 
@@ -260,6 +298,13 @@ def _typed(
                 f"CASE WHEN {usable}{ident(name)} IS NOT NULL AND try_cast({ident(name)} AS {type_}) IS NULL "
                 f"THEN concat('column {name}: \"', {ident(name)}, '\" is not a valid {type_} (uncastable value)') END"
             )
+    op_type = dict(source.columns).get(source.op_time or "", "").lower()
+    if op_type.startswith("timestamp"):
+        op = ident(source.op_time or "")
+        checks.append(
+            f"CASE WHEN {usable}try_cast({op} AS TIMESTAMP) > current_timestamp() + {MAX_CLOCK_SKEW} "
+            f"THEN concat('column {source.op_time}: \"', {op}, '\" is in the future (future timestamp)') END"
+        )
     kinds = ", ".join(f"'{k}'" for k in ROW_KINDS)
     checks.append(
         f"CASE WHEN {usable}({kind} IS NULL OR {kind} NOT IN ({kinds})) "
@@ -302,7 +347,7 @@ def quarantine_path(path: str) -> str:
 def _quarantine(spark: SparkSession, source: SourceSpec, records: DataFrame, path: str) -> int:
     """Append the malformed `records` of files not quarantined before; their number this run.
 
-    Raises `BadSourceRecords` (nothing written) when there are more than `source.max_bad_records`.
+    Raises `BadSourceRecords` (nothing written) when more than `source.max_bad_records` are malformed.
     Idempotent per file: a run that dies after this but before the CDC append quarantines nothing
     twice when it is repeated.
     """
@@ -311,7 +356,10 @@ def _quarantine(spark: SparkSession, source: SourceSpec, records: DataFrame, pat
     bad = records.where("_problems <> ''")
     count = bad.count()
     if source.max_bad_records is not None and count > source.max_bad_records:
-        _reject_bad_records(spark, source, records)
+        # Duplicates are harmless and kept; only malformed records count against the limit.
+        malformed = records.where(f"NOT {DUPLICATE}")
+        if malformed.where("_problems <> ''").count() > source.max_bad_records:
+            _reject_bad_records(spark, source, malformed)
     if not DeltaTable.is_deltatable(path):
         ddl = ", ".join(f"{ident(n)} {t}" for n, t in QUARANTINE_COLUMNS)
         spark.createDataFrame([], ddl).write.format("delta").mode("append").save(path)
@@ -329,6 +377,43 @@ def _quarantine(spark: SparkSession, source: SourceSpec, records: DataFrame, pat
     if written:
         fresh.write.format("delta").mode("append").save(path)
     return written
+
+
+def _mark_duplicates(
+    spark: SparkSession, source: SourceSpec, records: DataFrame, path: str | None
+) -> DataFrame:
+    """`records` where each usable record identical to an earlier one (in the CDC table at `path`, or
+    earlier in this run by file and line) has the problem 'duplicate of <file> line <n>'."""
+    identity = [ident(c) for c in (*source.column_names, "_row_kind")]
+    columns = ", ".join(f"r.{ident(c)}" for c in records.columns if c != "_problems")
+    window = f"(PARTITION BY {', '.join(identity)} ORDER BY _file_index, _source_line)"
+    ranked = spark.sql(
+        f"SELECT *, row_number() OVER {window} AS _n, first_value(_source_file) OVER {window} AS _first_file, "
+        f"first_value(_source_line) OVER {window} AS _first_line FROM {{records}} WHERE _problems = ''",
+        records=records,
+    )
+    in_run = "concat('duplicate of ', r._first_file, ' line ', r._first_line, ' (duplicate record)')"
+    if path is None:
+        marked = spark.sql(
+            f"SELECT {columns}, CASE WHEN r._n > 1 THEN {in_run} ELSE '' END AS _problems FROM {{r}} r",
+            r=ranked,
+        )
+    else:
+        keys = ", ".join(identity)
+        earlier = spark.sql(
+            f"SELECT {keys}, min_by(_source_file, _offset) AS _file, min_by(_source_line, _offset) AS _line "
+            f"FROM {{done}} GROUP BY {keys}",
+            done=spark.read.format("delta").load(path),
+        )
+        same = " AND ".join(f"r.{c} <=> e.{c}" for c in identity)
+        marked = spark.sql(
+            f"SELECT {columns}, CASE WHEN e._file IS NOT NULL "
+            "THEN concat('duplicate of ', e._file, ' line ', e._line, ' (duplicate record)') "
+            f"WHEN r._n > 1 THEN {in_run} ELSE '' END AS _problems FROM {{r}} r LEFT JOIN {{e}} e ON {same}",
+            r=ranked,
+            e=earlier,
+        )
+    return marked.unionByName(records.where("_problems <> ''"))
 
 
 def _with_offsets(spark: SparkSession, source: SourceSpec, records: DataFrame, base_offset: int) -> DataFrame:

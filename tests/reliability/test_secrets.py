@@ -1,0 +1,48 @@
+"""A secret in the engine configuration or the environment never reaches run logs, materialization
+metadata, run records or the console."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from resources import LakeSettings, SparkEngine
+from wide_assets.demos import product_360
+from wide_assets.pipelines import LandingZone
+
+ROOT = Path(__file__).resolve().parents[2]
+SECRET = "sk-live-9f8e7d6c5b4a39281706"
+
+
+def test_secrets_stay_out_of_logs_and_metadata(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
+    shutil.copytree(ROOT / "data" / "landing", tmp_path / "data" / "landing")
+    engine = SparkEngine(engine="sail", spark_config={"spark.hadoop.fs.s3a.secret.key": SECRET})
+    resources = {
+        "spark": engine,
+        "lake": LakeSettings(root=str(tmp_path / "lake")),
+        "landing": LandingZone(root=str(tmp_path / "data")),
+    }
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = dg.materialize(
+            [*product_360.WIDE.assets, *product_360.WIDE.asset_checks], instance=instance, resources=resources
+        )
+        assert result.success
+        # The secret was in play: the session the assets used carries it.
+        assert engine.spark.conf.get("spark.hadoop.fs.s3a.secret.key") == SECRET
+        events = [repr(e) for e in instance.all_logs(result.run_id)]
+        run = instance.get_run_by_id(result.run_id)
+        recorded = "\n".join([*events, repr(run), json.dumps(run.run_config, default=str)])
+    metadata = [
+        repr(m.metadata) for e in result.get_asset_materialization_events() for m in [e.materialization]
+    ]
+    assert len(metadata) == 6 and any("commits_this_run" in m for m in metadata)
+    console = capfd.readouterr()
+    for text in (recorded, *metadata, console.out, console.err):
+        assert SECRET not in text
