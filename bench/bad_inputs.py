@@ -94,6 +94,7 @@ CASES = (
     _case("key is fractional", "pricing", _dbz({**P, "product_id": 1.5}), "uncastable value"),
     _case("key is boolean", "pricing", _dbz({**P, "product_id": True}), "uncastable value"),
     _case("price is text", "pricing", _dbz({**P, "price": "cheap"}), "uncastable value"),
+    _case("price has a third decimal", "pricing", _dbz({**P, "price": "1.005"}), "would be rounded"),
     _case("price is an object", "pricing", _dbz({**P, "price": {"amount": 5}}), "uncastable value"),
     _case(
         "price overflows decimal(10,2)", "pricing", _dbz({**P, "price": "123456789012.5"}), "uncastable value"

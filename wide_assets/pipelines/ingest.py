@@ -298,6 +298,13 @@ def _typed(
                 f"CASE WHEN {usable}{ident(name)} IS NOT NULL AND try_cast({ident(name)} AS {type_}) IS NULL "
                 f"THEN concat('column {name}: \"', {ident(name)}, '\" is not a valid {type_} (uncastable value)') END"
             )
+        if type_.lower().startswith("decimal"):
+            # A cast to fewer decimal places rounds: the record would be stored with another value.
+            checks.append(
+                f"CASE WHEN {usable}try_cast({ident(name)} AS DECIMAL(38, 18)) <> try_cast({ident(name)} AS {type_}) "
+                f"THEN concat('column {name}: \"', {ident(name)}, '\" has more decimal places than {type_} "
+                "(would be rounded)') END"
+            )
     op_type = dict(source.columns).get(source.op_time or "", "").lower()
     if op_type.startswith("timestamp"):
         op = ident(source.op_time or "")
