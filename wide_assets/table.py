@@ -170,6 +170,9 @@ class Resolution(JsonMarker):
     version_before: int
 
 
+Markers = tuple[list[CommitInfo], list[CompactionInfo], list[Resolution]]
+
+
 class WideTable:
     """A wide table at `path`: create or open it, then write changes, read rows and its changelog."""
 
@@ -363,7 +366,7 @@ class WideTable:
 
         return DeltaTable(self.path).version()
 
-    def _markers(self) -> tuple[list[CommitInfo], list[CompactionInfo], list[Resolution]]:
+    def _markers(self) -> Markers:
         """Commit, compaction and resolution markers, oldest first (read through delta-rs: no Spark job)."""
         from deltalake import DeltaTable
 
@@ -395,18 +398,21 @@ class WideTable:
         """Every compaction's marker, oldest first."""
         return self._markers()[1]
 
-    def _unfinished_resolution(self) -> Resolution | None:
+    def _unfinished_resolution(self, markers: Markers) -> Resolution | None:
         """The resolution of a compaction cut short before its marker, if any."""
-        _, compactions, resolutions = self._markers()
+        _, compactions, resolutions = markers
         through = compactions[-1].through if compactions else 0
         return resolutions[-1] if resolutions and resolutions[-1].through > through else None
 
     def pending_commits(self) -> list[int]:
         """Commits logged but not in the Delta table yet: a write-only table's uncompacted fragments, or
         a copy-on-write commit whose MERGE a crash cut short (it still shows in `read()`)."""
+        return self._pending(self._markers())
+
+    def _pending(self, markers: Markers) -> list[int]:
         from deltalake import DeltaTable
 
-        commits, compactions, resolutions = self._markers()
+        commits, compactions, resolutions = markers
         if not commits:
             return []
         if self.spec.merge.write_only:
@@ -439,8 +445,10 @@ class WideTable:
         """Merge `changes` into the table and its changelog as one commit; see the module docstring."""
         txn = Txn(*txn) if txn is not None else None
         with self._locked():
-            recovered = self._recover()
-            commits = self.commits()
+            # Recovery adds no commit marker, so one read of the markers serves both.
+            markers = self._markers()
+            recovered = self._recover(markers)
+            commits = markers[0]
             if txn is not None:
                 done = [
                     c
@@ -610,14 +618,17 @@ class WideTable:
         with self._locked():
             return self._recover()
 
-    def _recover(self) -> bool:
+    def _recover(self, markers: Markers | None = None) -> bool:
+        """Finish what a crash cut short, judged by `markers` (read now when not given)."""
+        if markers is None:
+            markers = self._markers()
         if self.spec.merge.write_only:
             # Pending commits are the compaction's to apply; only a compaction cut short is finished.
-            resolution = self._unfinished_resolution()
+            resolution = self._unfinished_resolution(markers)
             if resolution is not None:
                 self._apply_resolution(resolution)
             return resolution is not None
-        pending = self.pending_commits()
+        pending = self._pending(markers)
         return bool(pending) and self._merge_images(self._images(pending)) > 0
 
     def compact(self) -> CompactionInfo | None:
