@@ -14,7 +14,7 @@ export DAGSTER_HOME := $(CURDIR)/.dagster_home
 export PYSPARK_PYTHON := $(VENV_PY)
 export PYSPARK_DRIVER_PYTHON := $(VENV_PY)
 
-.PHONY: venv demo test dev lint format clean distclean
+.PHONY: venv demo test unit dev lint format clean distclean
 
 # Re-installs whenever pyproject.toml changes; the stamp records the last successful install.
 $(VENV_STAMP): pyproject.toml
@@ -41,11 +41,15 @@ $(DAGSTER_HOME)/dagster.yaml:
 	  '  enabled: false' > $@
 
 demo: $(VENV_STAMP) $(DAGSTER_HOME)/dagster.yaml
-	$(VENV)/bin/python -m wide_assets.demo
+	$(VENV)/bin/python -m demos
 
 test: $(VENV_STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(VENV)/bin/python -m pytest
 	$(VENV)/bin/dagster definitions validate -w workspace.yaml
+
+# The unit tier: no engine, no Delta table written by Spark; seconds.
+unit: $(VENV_STAMP)
+	$(VENV)/bin/python -m pytest tests/unit
 
 dev: $(VENV_STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(VENV)/bin/dagster dev -w workspace.yaml -h 127.0.0.1
@@ -53,6 +57,7 @@ dev: $(VENV_STAMP) $(DAGSTER_HOME)/dagster.yaml
 lint: $(VENV_STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 format: $(VENV_STAMP)
 	$(VENV)/bin/ruff check --fix .

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import dagster as dg
 
+from demos import first_customer_touch, product_360, product_review_stats, user_rec_wide
 from resources import resources_for_env
-from wide_assets.demos import first_customer_touch, product_360, product_review_stats, user_rec_wide
 from wide_assets.pipelines import LandingZone
 
 PROJECT_ROOT = Path(__file__).resolve().parent

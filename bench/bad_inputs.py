@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from wide_assets.demos import product_360
+from demos import product_360
 from wide_assets.errors import WideTableError
 from wide_assets.pipelines import LandingZone, SourceSpec
 from wide_assets.pipelines.ingest import ingest, landed_files, quarantine_path

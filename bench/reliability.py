@@ -42,12 +42,12 @@ from typing import IO, TYPE_CHECKING, Any
 import dagster as dg
 
 from bench.product_360_oracle import SOURCES, Row, oracle, table_rows
+from demos import product_360
+from demos.generate import generate
+from demos.product_360 import PRODUCT_360
 from resources import LakeSettings, SparkEngine
-from wide_assets.demos import product_360
-from wide_assets.demos.product_360 import PRODUCT_360
 from wide_assets.errors import ConcurrentWriteError
 from wide_assets.faults import CRASH_POINT
-from wide_assets.generate import generate
 from wide_assets.pipelines import LandingZone, SourceSpec, WideTableSpec, table_path
 from wide_assets.pipelines.ingest import quarantine_path
 from wide_assets.table import WideTable
@@ -411,29 +411,31 @@ COUNTERS = WideTableSpec(
 def _worker(root: Path) -> None:
     """`python -m bench.reliability worker <root>`: per stdin line `apply` (the wide asset's apply step) or
     `compact` on COUNTERS, answering a JSON line with commits made, ranges skipped and conflicts retried."""
-    from wide_assets.pipelines import wide
+    from wide_assets.pipelines import apply as source_apply
     from wide_assets.session import get_spark
 
     spark = get_spark()
-    table = wide.open_wide_table(spark, COUNTERS, str(root / COUNTERS.name))
+    table = source_apply.open_wide_table(spark, COUNTERS, str(root / COUNTERS.name))
     paths = {s.name: str(root / s.name) for s in COUNTERS.sources}
     conflicts = [0]
-    apply_pending = wide.apply_pending
+    apply_pending = source_apply.apply_pending
 
-    def counted(*args: Any, **kwargs: Any) -> wide.SourceApplied:
+    def counted(*args: Any, **kwargs: Any) -> source_apply.SourceApplied:
         try:
             return apply_pending(*args, **kwargs)
         except ConcurrentWriteError:
             conflicts[0] += 1
             raise
 
-    wide.apply_pending = counted  # apply_with_retries looks it up at call time: every attempt is counted
+    source_apply.apply_pending = (
+        counted  # apply_with_retries looks it up at call time: every attempt is counted
+    )
     for line in sys.stdin:
         before = conflicts[0]
         reply: dict[str, Any] = {}
         try:
             if line.strip() == "apply":
-                applied = wide.apply_sources(spark, COUNTERS, table, paths)
+                applied = source_apply.apply_sources(spark, COUNTERS, table, paths)
                 reply["commits"] = sum(a.result is not None for a in applied)
                 reply["skipped"] = sum(a.result is None and a.to_offset > a.from_offset for a in applied)
             else:
@@ -543,7 +545,7 @@ def _chain_problems(table: WideTable) -> list[str]:
                 f"commit {commit.commit} of {txn.app_id} read after {txn.after}, not {last.get(txn.app_id, 0)}"
             )
         if txn is not None:
-            last[txn.app_id] = txn.version
+            last[txn.app_id] = txn.offset
     return problems
 
 
@@ -563,7 +565,7 @@ def concurrent_trials(
 ) -> list[ConcurrentTrial]:
     """`count` trials of two writers on one table; even trials two runs (new records land between
     their starts), odd trials a run and a compaction. Each is checked against the landed records."""
-    from wide_assets.pipelines.wide import open_wide_table
+    from wide_assets.pipelines.apply import open_wide_table
 
     root = work / "concurrent"
     root.mkdir(parents=True)

@@ -63,7 +63,8 @@ class SparkEngine(LazyPySparkResource):
     def _init_session(self) -> None:
         # Always go through get_spark: it re-creates a stopped session and re-points pyspark's
         # process-global Connect/classic function dispatch at this engine.
-        self._spark_session = get_spark(self.settings)
+        # LazyPySparkResource declares its private session attribute as None-typed.
+        self._spark_session = get_spark(self.settings)  # type: ignore[assignment]
 
     @property
     def spark(self) -> Any:
@@ -71,7 +72,7 @@ class SparkEngine(LazyPySparkResource):
         return self.spark_session
 
 
-class LakeSettings(dg.ConfigurableResource):
+class LakeSettings(dg.ConfigurableResource["LakeSettings"]):
     """Where the lake's tables live."""
 
     root: str = Field(

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from wide_assets.batch import apply_images, final_images, merge_batch, merge_error, prepare_batch
+from wide_assets.batch import merge_batch, prepare_batch
+from wide_assets.changelog import apply_images, final_images
+from wide_assets.errors import merge_error
 from wide_assets.spec import Column, TableSpec
 
 

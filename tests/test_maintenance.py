@@ -13,9 +13,9 @@ import pytest
 
 from resources import LakeSettings, SparkEngine
 from wide_assets import WideTable
+from wide_assets.pipelines.declarations import LakeTableSpec
 from wide_assets.pipelines.locate import table_path
 from wide_assets.pipelines.maintenance import CompactionPolicy, maintenance_defs, table_health
-from wide_assets.pipelines.specs import LakeTableSpec
 
 SPEC = LakeTableSpec(
     name="events_wide",

@@ -22,10 +22,10 @@ import dagster as dg
 import pytest
 
 from bench.product_360_oracle import SOURCES, oracle, records, table_rows
+from demos import product_360
+from demos.generate import generate
+from demos.product_360 import PRODUCT_360
 from resources import LakeSettings, SparkEngine
-from wide_assets.demos import product_360
-from wide_assets.demos.product_360 import PRODUCT_360
-from wide_assets.generate import generate
 from wide_assets.pipelines import LandingZone, asset_key, lake_name
 from wide_assets.pipelines.ingest import quarantine_path
 from wide_assets.table import WideTable
@@ -239,7 +239,7 @@ CRASHING_RUN = """
 import dagster as dg
 from bench.product_360_oracle import SOURCES, oracle, records, table_rows
 from resources import LakeSettings, SparkEngine
-from wide_assets.demos import product_360
+from demos import product_360
 from wide_assets.pipelines import LandingZone
 dg.materialize(
     product_360.defs.assets,

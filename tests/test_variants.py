@@ -26,16 +26,16 @@ import dagster as dg
 import pytest
 from pyroaring import BitMap
 
-from resources import LakeSettings, SparkEngine
-from wide_assets.demos import first_customer_touch, product_review_stats
-from wide_assets.demos.first_customer_touch import FIRST_CUSTOMER_TOUCH
-from wide_assets.demos.product_review_stats import (
+from demos import first_customer_touch, product_review_stats
+from demos.first_customer_touch import FIRST_CUSTOMER_TOUCH
+from demos.product_review_stats import (
     PRODUCT_REVIEW_AVERAGES,
     PRODUCT_REVIEW_STATS,
     REVIEWER_IDS,
     REVIEWS,
     review_deltas,
 )
+from resources import LakeSettings, SparkEngine
 from wide_assets.pipelines import LakeTableSpec, LandingZone, asset_key, table_path
 from wide_assets.table import WideTable
 

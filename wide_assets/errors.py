@@ -1,4 +1,13 @@
-"""Errors users see; each names the problem in the words of Paimon/Fluss where they have one."""
+"""Errors users see, and the translation of a failed query into one; messages use Paimon's/Fluss's words."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+# Prefix of the message a merge query aborts with (`sql.fail`), so the error can be told apart from
+# an engine failure and re-raised as a MergeError carrying only the message.
+ERROR_MARKER = "[wide_assets] "
 
 
 class WideTableError(Exception):
@@ -24,3 +33,27 @@ class TableStateError(WideTableError):
 class ConcurrentWriteError(WideTableError):
     """Another writer committed the same input stream first; re-read the input and retry (nothing was
     committed by the failed write)."""
+
+
+def first_line(error: BaseException) -> str:
+    """The first line of an error's message (engine errors carry long plans after it)."""
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+
+
+def merge_error(error: BaseException) -> MergeError | None:
+    """The MergeError that a `raise_error` in the merge query carried, if that is what failed."""
+    text = str(error)
+    start = text.find(ERROR_MARKER)
+    if start < 0:
+        return None
+    message = text[start + len(ERROR_MARKER) :].splitlines()[0].strip()
+    return MergeError(message)
+
+
+@contextlib.contextmanager
+def merge_errors() -> Iterator[None]:
+    """Raise the MergeError a failed query carried (a `raise_error` in the merge), else the error."""
+    try:
+        yield
+    except Exception as error:
+        raise (merge_error(error) or error) from error

@@ -12,8 +12,8 @@ from typing import Literal
 from pyspark.sql import DataFrame, SparkSession
 
 from wide_assets.errors import InvalidInputError
-from wide_assets.merge.plan import quote
 from wide_assets.spec import TableSpec
+from wide_assets.sql import quote
 
 DEBEZIUM_OPS = {"+I": "c", "+U": "u", "-D": "d"}
 Encoding = Literal["append", "retract", "upsert", "flink-json", "debezium"]

@@ -19,7 +19,7 @@ def test_concurrent_writers_lose_and_double_nothing(spark: Any, tmp_path: Path) 
 def test_two_ingests_of_one_source_at_once_append_each_record_once(spark: Any, tmp_path: Path) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    from wide_assets.demos.product_360 import PRICING
+    from demos.product_360 import PRICING
     from wide_assets.pipelines.ingest import ingest, landed_files
 
     files = landed_files(Path("data"), PRICING.files)

@@ -10,8 +10,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from demos import product_360
 from resources import LakeSettings, SparkEngine
-from wide_assets.demos import product_360
 from wide_assets.pipelines import LandingZone
 
 ROOT = Path(__file__).resolve().parents[2]

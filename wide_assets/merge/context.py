@@ -10,24 +10,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
 
-from wide_assets.spec import Column, FieldFunction, MergeOptions, TableSpec
+from wide_assets.aggregate_functions import Aggregator, aggregator
+from wide_assets.options.common import MergeOptions
+from wide_assets.schema import Column, FieldFunction
+from wide_assets.spec import TableSpec
+from wide_assets.sql import ADDS, RETRACTS, RowKind, kind_in
 
-ADD = "r._kind IN ('+I', '+U')"
-RETRACT = "r._kind IN ('-U', '-D')"
-DELETE = "r._kind = '-D'"
-UPDATE_BEFORE = "r._kind = '-U'"
-
-
-def sql_string(text: str) -> str:
-    """A SQL string literal (single-quoted, with quotes and backslashes escaped)."""
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def fail(message: str) -> str:
-    """An expression that aborts the query with `message`; the commit it feeds never happens."""
-    return f"raise_error({sql_string('[wide_assets] ' + message)})"
+# A record `r` of the fold by its row kind.
+ADD = kind_in("r._kind", ADDS)
+RETRACT = kind_in("r._kind", RETRACTS)
+DELETE = kind_in("r._kind", [RowKind.DELETE])
+UPDATE_BEFORE = kind_in("r._kind", [RowKind.UPDATE_BEFORE])
 
 
 def any_of(conditions: Sequence[str]) -> str:
@@ -98,9 +92,7 @@ class MergeContext:
     def column(self, name: str) -> Column:
         return self.spec.column(name)
 
-    def aggregator(self, column: str) -> Any:
-        from wide_assets.merge.functions import aggregator
-
+    def aggregator(self, column: str) -> Aggregator | None:
         function = self.function(column)
         return None if function is None else aggregator(self.merge.dialect, function.name)
 
@@ -143,8 +135,6 @@ class MergeContext:
 
     def stateful_columns(self) -> tuple[str, ...]:
         """Columns whose aggregate function keeps a 'seen a record' flag in the fold state."""
-        from wide_assets.merge.functions import aggregator
-
         return tuple(
             c for c, f in self.merge.functions.items() if aggregator(self.merge.dialect, f.name).stateful
         )

@@ -7,9 +7,9 @@ single columns live in `functions.py`.
 
 from __future__ import annotations
 
+from wide_assets.aggregate_functions import Operands, aggregator, retraction_unsupported
 from wide_assets.errors import InvalidInputError
 from wide_assets.merge.context import MergeContext, all_of
-from wide_assets.merge.functions import Operands, aggregator, retraction_unsupported
 
 
 class MergeEngine:

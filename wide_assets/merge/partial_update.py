@@ -17,7 +17,7 @@ from wide_assets.merge.context import (
     compare_tuples,
 )
 from wide_assets.merge.engine import MergeEngine, aggregate_step, retract_step, retraction_merged_with_others
-from wide_assets.spec import SequenceGroup
+from wide_assets.schema import SequenceGroup
 
 DELETE_REJECTED = (
     "By default, Partial update can not accept delete records, you can choose one of the following "

@@ -11,15 +11,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from wide_assets.merge.context import MergeContext, comparable, fail
+from wide_assets.merge.context import MergeContext, comparable
 from wide_assets.merge.engine import MergeEngine
 from wide_assets.merge.registry import engine_for
+from wide_assets.sql import fail, quote
 
 PRODUCERS_WITH_UNCHANGED_ROWS = ("lookup", "full-compaction")
-
-
-def quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def kind_filter(ctx: MergeContext) -> str:

@@ -11,7 +11,7 @@ from wide_assets.merge.fluss_first_row import FlussFirstRow
 from wide_assets.merge.last_row import LastRow
 from wide_assets.merge.partial_update import PartialUpdate
 from wide_assets.merge.versioned import Versioned
-from wide_assets.spec import MergeOptions
+from wide_assets.options.common import MergeOptions
 
 ENGINES: dict[tuple[str, str], MergeEngine] = {
     ("paimon", "deduplicate"): Deduplicate(),

@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
+from wide_assets.pipelines.apply import SourceApplied, apply_sources, changelog_preview, open_wide_table
 from wide_assets.pipelines.checks import primary_key_check
+from wide_assets.pipelines.declarations import LakeTableSpec, SourceSpec, WideTableSpec
 from wide_assets.pipelines.ingest import BadSourceRecords, cdc_columns, ingest, quarantine_path
 from wide_assets.pipelines.landing import LandingZone
 from wide_assets.pipelines.locate import LakeLocator, SparkProvider, asset_key, lake_name, table_path
 from wide_assets.pipelines.maintenance import table_health
 from wide_assets.pipelines.markdown import markdown_table
-from wide_assets.pipelines.specs import LakeTableSpec, SourceSpec, WideTableSpec
 from wide_assets.pipelines.triggers import hourly_schedule, new_data_sensor, run_failure_logger
-from wide_assets.pipelines.wide import SourceApplied, apply_sources, changelog_preview, open_wide_table
 
 if TYPE_CHECKING:
     from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
@@ -116,7 +116,7 @@ def source_asset(spec: LakeTableSpec, source: SourceSpec) -> dg.AssetsDefinition
         spark: dg.ResourceParam[SparkProvider],
         lake: dg.ResourceParam[LakeLocator],
         landing: LandingZone,
-    ) -> dg.MaterializeResult:
+    ) -> dg.MaterializeResult[Any]:
         """Newly landed source records, appended once each to the source's change table."""
         files = landing.files(source)
         try:
@@ -160,7 +160,7 @@ def source_asset(spec: LakeTableSpec, source: SourceSpec) -> dg.AssetsDefinition
                     f"{source.name}: {result.quarantined} record(s) quarantined, {result.duplicates} of them "
                     f"duplicates (limit {source.max_bad_records} malformed per run)"
                 )
-        return dg.MaterializeResult(metadata=metadata)
+        return dg.MaterializeResult[Any](metadata=metadata)
 
     return _source
 
@@ -170,7 +170,7 @@ def table_asset(
     deps: Sequence[dg.AssetKey],
     lineage: dg.TableColumnLineage,
     apply: ApplyFn,
-    automation_condition: dg.AutomationCondition | None = None,
+    automation_condition: dg.AutomationCondition[Any] | None = None,
 ) -> dg.AssetsDefinition:
     """The asset that maintains `spec`'s table: `apply(spark, table, lake)` makes this run's commits
     (at most one per upstream, each exactly once) and the materialization describes them."""
@@ -191,7 +191,7 @@ def table_asset(
         context: dg.AssetExecutionContext,
         spark: dg.ResourceParam[SparkProvider],
         lake: dg.ResourceParam[LakeLocator],
-    ) -> dg.MaterializeResult:
+    ) -> dg.MaterializeResult[Any]:
         """What is new upstream, applied to the table once, however often the run is repeated."""
         from deltalake import DeltaTable
 
@@ -223,7 +223,7 @@ def table_asset(
                 "last_compaction": health.last_compaction or "never",
             }
         )
-        return dg.MaterializeResult(metadata=metadata)
+        return dg.MaterializeResult[Any](metadata=metadata)
 
     return _table
 
@@ -249,7 +249,7 @@ def _applied_metadata(context: dg.AssetExecutionContext, applied: Sequence[Sourc
 
 
 def wide_table_asset(
-    spec: WideTableSpec, automation_condition: dg.AutomationCondition | None = None
+    spec: WideTableSpec, automation_condition: dg.AutomationCondition[Any] | None = None
 ) -> dg.AssetsDefinition:
     """The asset that applies each source's new CDC records to the wide table, one commit per source."""
 
@@ -285,7 +285,7 @@ def wide_table_defs(
     checks: Sequence[dg.AssetChecksDefinition] = (),
     *,
     sensor_per_source: bool = False,
-    automation_condition: dg.AutomationCondition | None = None,
+    automation_condition: dg.AutomationCondition[Any] | None = None,
     failure_sensor: bool = False,
 ) -> dg.Definitions:
     """Everything Dagster needs for one wide table, minus the shared `spark`/`lake`/`landing` resources:
@@ -318,7 +318,7 @@ def materialized_table_asset(
     sql: str,
     upstreams: Mapping[str, LakeTableSpec],
     primary_key: tuple[str, ...],
-    automation_condition: dg.AutomationCondition | None = None,
+    automation_condition: dg.AutomationCondition[Any] | None = None,
 ) -> dg.AssetsDefinition:
     """A table defined by Spark SQL over lake tables (`{name}` placeholders of `upstreams`), fully
     recomputed and overwritten in one Delta commit on each materialization (Flink's materialized table)."""
@@ -336,7 +336,7 @@ def materialized_table_asset(
     )
     def _materialized(
         spark: dg.ResourceParam[SparkProvider], lake: dg.ResourceParam[LakeLocator]
-    ) -> dg.MaterializeResult:
+    ) -> dg.MaterializeResult[Any]:
         """The query's result over the upstream tables as they are now, replacing the previous one."""
         from deltalake import DeltaTable
 
@@ -344,11 +344,12 @@ def materialized_table_asset(
 
         session = spark.spark
         tables = {alias: WideTable.open(session, table_path(lake, spec)) for alias, spec in upstreams.items()}
-        rows = session.sql(sql, **{alias: t.read() for alias, t in tables.items()})
+        frames: dict[str, Any] = {alias: t.read() for alias, t in tables.items()}
+        rows = session.sql(sql, **frames)
         path = lake.path(lake_name(key))
         rows.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(path)
         written = session.read.format("delta").load(path)
-        return dg.MaterializeResult(
+        return dg.MaterializeResult[Any](
             metadata={
                 "dagster/row_count": written.count(),
                 "delta_version": DeltaTable(path).version(),

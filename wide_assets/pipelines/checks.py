@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
+from wide_assets.pipelines.apply import consumed_offsets, key_report
+from wide_assets.pipelines.declarations import LakeTableSpec, SourceSpec, WideTableSpec
 from wide_assets.pipelines.ingest import quarantine_path
 from wide_assets.pipelines.landing import LandingZone
 from wide_assets.pipelines.locate import LakeLocator, SparkProvider, asset_key, table_path
-from wide_assets.pipelines.specs import LakeTableSpec, SourceSpec, WideTableSpec
-from wide_assets.pipelines.sql import ident, string
-from wide_assets.pipelines.wide import consumed_offsets, key_report
+from wide_assets.sql import quote, string_literal
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -94,7 +94,7 @@ def _absent(
     spark: "SparkSession", rows: "DataFrame", other: "DataFrame", columns: Sequence[str]
 ) -> tuple[int, list[str]]:
     """How many of `rows` (on `columns`) `other` lacks, with a few of them shown."""
-    selected = ", ".join(ident(c) for c in columns)
+    selected = ", ".join(quote(c) for c in columns)
     absent = spark.sql(
         f"SELECT {selected} FROM {{r}} EXCEPT ALL SELECT {selected} FROM {{o}}", r=rows, o=other
     )
@@ -128,13 +128,15 @@ def keyed_diff(
     columns: Sequence[str],
 ) -> KeyedDiff:
     """Compare two DataFrames keyed by `key` (unique on both sides) column by column, NULL equal to NULL."""
-    on = " AND ".join(f"a.{ident(k)} = e.{ident(k)}" for k in key)
-    first = ident(key[0])
-    keys = ", ".join(f"coalesce(a.{ident(k)}, e.{ident(k)}) AS {ident(k)}" for k in key)
-    flags = [f"NOT (a.{ident(c)} <=> e.{ident(c)})" for c in columns]
-    names = ", ".join(f"CASE WHEN {f} THEN {string(c)} END" for f, c in zip(flags, columns, strict=True))
+    on = " AND ".join(f"a.{quote(k)} = e.{quote(k)}" for k in key)
+    first = quote(key[0])
+    keys = ", ".join(f"coalesce(a.{quote(k)}, e.{quote(k)}) AS {quote(k)}" for k in key)
+    flags = [f"NOT (a.{quote(c)} <=> e.{quote(c)})" for c in columns]
+    names = ", ".join(
+        f"CASE WHEN {f} THEN {string_literal(c)} END" for f, c in zip(flags, columns, strict=True)
+    )
     shown = ", ".join(
-        f"a.{ident(c)} AS {ident('a_' + c)}, e.{ident(c)} AS {ident('e_' + c)}" for c in columns
+        f"a.{quote(c)} AS {quote('a_' + c)}, e.{quote(c)} AS {quote('e_' + c)}" for c in columns
     )
     diffs = spark.sql(
         f"SELECT {keys}, e.{first} IS NULL AS unexpected, a.{first} IS NULL AS missing, "
@@ -147,8 +149,8 @@ def keyed_diff(
     counts = spark.sql(
         "SELECT count_if(missing) AS missing, count_if(unexpected) AS unexpected, "
         + ", ".join(
-            f"count_if(NOT missing AND NOT unexpected AND array_contains(split(differs, ','), {string(c)})) "
-            f"AS {ident(c)}"
+            f"count_if(NOT missing AND NOT unexpected AND array_contains(split(differs, ','), {string_literal(c)})) "
+            f"AS {quote(c)}"
             for c in columns
         )
         + " FROM {d}",
@@ -252,11 +254,11 @@ def first_row_check(spec: WideTableSpec, name: str, description: str) -> dg.Asse
 
     def evaluate(spark: "SparkSession", table: "WideTable", lake: LakeLocator) -> dg.AssetCheckResult:
         consumed, records = applied_records(spark, spec, source, table, lake)
-        keys = ", ".join(ident(k) for k in source.primary_key)
+        keys = ", ".join(quote(k) for k in source.primary_key)
         firsts = spark.sql(
             f"SELECT {keys}, min(_offset) AS first_offset FROM {{r}} GROUP BY {keys}", r=records
         )
-        selected = ", ".join(f"r.{ident(s)} AS {ident(w)}" for s, w in mapping.items())
+        selected = ", ".join(f"r.{quote(s)} AS {quote(w)}" for s, w in mapping.items())
         expected = spark.sql(
             f"SELECT {selected} FROM {{r}} r JOIN {{f}} f ON r._offset = f.first_offset", r=records, f=firsts
         )
@@ -275,7 +277,7 @@ def applied_once_check(
     def evaluate(spark: "SparkSession", table: "WideTable", lake: LakeLocator) -> dg.AssetCheckResult:
         commits = table.commits()
         foreign = [c.commit for c in commits if c.txn is None or c.txn.app_id != source.name]
-        offsets = [c.txn.version for c in commits if c.txn is not None and c.txn.app_id == source.name]
+        offsets = [c.txn.offset for c in commits if c.txn is not None and c.txn.app_id == source.name]
         replayed = [b for a, b in itertools.pairwise(offsets) if b <= a]
         applied = sum(c.input_records for c in commits)
         consumed, records = applied_records(spark, spec, source, table, lake)

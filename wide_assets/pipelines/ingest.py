@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 from wide_assets import faults
 from wide_assets.errors import InvalidInputError
 from wide_assets.locking import exclusive
-from wide_assets.pipelines.specs import ROW_KINDS, SourceSpec
-from wide_assets.pipelines.sql import ident, string
+from wide_assets.pipelines.declarations import ROW_KINDS, SourceSpec
+from wide_assets.sql import quote, string_literal
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -184,9 +184,9 @@ def _ingest(spark: SparkSession, source: SourceSpec, files: Sequence[LandedFile]
             rows.write.format("delta").mode("append").save(path)
     if not DeltaTable.is_deltatable(path):
         # An empty table lets the wide table read every source before the first file lands.
-        ddl = ", ".join(f"{ident(name)} {type_}" for name, type_ in cdc_columns(source))
+        ddl = ", ".join(f"{quote(name)} {type_}" for name, type_ in cdc_columns(source))
         spark.createDataFrame([], ddl).write.format("delta").mode("append").save(path)
-    op_time = f"CAST(max({ident(source.op_time)}) AS STRING)" if source.op_time else "CAST(NULL AS STRING)"
+    op_time = f"CAST(max({quote(source.op_time)}) AS STRING)" if source.op_time else "CAST(NULL AS STRING)"
     stats = spark.sql(
         f"SELECT count(*) AS n, coalesce(max(_offset), 0) AS max_offset, {op_time} AS op_time FROM {{t}}",
         t=spark.read.format("delta").load(path),
@@ -240,7 +240,7 @@ def _read(spark: SparkSession, source: SourceSpec, landed: LandedFile, index: in
     # Spark numbers a single file's records in file order; the header is line 1. This assumes one
     # record per line, which CSV files without quoted line breaks satisfy.
     line = "row_number() OVER (ORDER BY monotonically_increasing_id()) + 1"
-    record = f"concat_ws(',', {', '.join(ident(c) for c in source.column_names)})"
+    record = f"concat_ws(',', {', '.join(quote(c) for c in source.column_names)})"
     return _typed(spark, source, raw, landed, index, kind=kind, line=line, record=record)
 
 
@@ -263,7 +263,7 @@ def _parsed(
         [
             "_line bigint",
             "_kind string",
-            *(f"{ident(c)} string" for c in source.column_names),
+            *(f"{quote(c)} string" for c in source.column_names),
             "_parse_problem string",
             "_raw string",
         ]
@@ -289,25 +289,25 @@ def _typed(
     # A record the parser already rejected has no values worth checking.
     usable = "_parse_problem IS NULL AND " if parsed else ""
     checks += [
-        f"CASE WHEN {usable}{ident(k)} IS NULL THEN 'column {k}: NULL primary key (missing key)' END"
+        f"CASE WHEN {usable}{quote(k)} IS NULL THEN 'column {k}: NULL primary key (missing key)' END"
         for k in source.required_columns
     ]
     for name, type_ in source.columns:
         if type_.lower() != "string":
             checks.append(
-                f"CASE WHEN {usable}{ident(name)} IS NOT NULL AND try_cast({ident(name)} AS {type_}) IS NULL "
-                f"THEN concat('column {name}: \"', {ident(name)}, '\" is not a valid {type_} (uncastable value)') END"
+                f"CASE WHEN {usable}{quote(name)} IS NOT NULL AND try_cast({quote(name)} AS {type_}) IS NULL "
+                f"THEN concat('column {name}: \"', {quote(name)}, '\" is not a valid {type_} (uncastable value)') END"
             )
         if type_.lower().startswith("decimal"):
             # A cast to fewer decimal places rounds: the record would be stored with another value.
             checks.append(
-                f"CASE WHEN {usable}try_cast({ident(name)} AS DECIMAL(38, 18)) <> try_cast({ident(name)} AS {type_}) "
-                f"THEN concat('column {name}: \"', {ident(name)}, '\" has more decimal places than {type_} "
+                f"CASE WHEN {usable}try_cast({quote(name)} AS DECIMAL(38, 18)) <> try_cast({quote(name)} AS {type_}) "
+                f"THEN concat('column {name}: \"', {quote(name)}, '\" has more decimal places than {type_} "
                 "(would be rounded)') END"
             )
     op_type = dict(source.columns).get(source.op_time or "", "").lower()
     if op_type.startswith("timestamp"):
-        op = ident(source.op_time or "")
+        op = quote(source.op_time or "")
         checks.append(
             f"CASE WHEN {usable}try_cast({op} AS TIMESTAMP) > current_timestamp() + {MAX_CLOCK_SKEW} "
             f"THEN concat('column {source.op_time}: \"', {op}, '\" is in the future (future timestamp)') END"
@@ -318,12 +318,12 @@ def _typed(
         f"THEN concat('column _row_kind: \"', coalesce({kind}, 'NULL'), '\" is not one of {', '.join(ROW_KINDS)} (unknown op)') END"
     )
     typed = ", ".join(
-        ident(n) if t.lower() == "string" else f"try_cast({ident(n)} AS {t}) AS {ident(n)}"
+        quote(n) if t.lower() == "string" else f"try_cast({quote(n)} AS {t}) AS {quote(n)}"
         for n, t in source.columns
     )
     return spark.sql(
-        f"SELECT {typed}, {kind} AS _row_kind, {string(landed.name)} AS _source_file, "
-        f"{string(landed.sha256)} AS _source_hash, CAST({index} AS INT) AS _file_index, "
+        f"SELECT {typed}, {kind} AS _row_kind, {string_literal(landed.name)} AS _source_file, "
+        f"{string_literal(landed.sha256)} AS _source_hash, CAST({index} AS INT) AS _file_index, "
         f"CAST({line} AS BIGINT) AS _source_line, {record} AS _raw, "
         f"concat_ws('; ', {', '.join(checks)}) AS _problems FROM {{raw}}",
         raw=raw,
@@ -368,7 +368,7 @@ def _quarantine(spark: SparkSession, source: SourceSpec, records: DataFrame, pat
         if malformed.where("_problems <> ''").count() > source.max_bad_records:
             _reject_bad_records(spark, source, malformed)
     if not DeltaTable.is_deltatable(path):
-        ddl = ", ".join(f"{ident(n)} {t}" for n, t in QUARANTINE_COLUMNS)
+        ddl = ", ".join(f"{quote(n)} {t}" for n, t in QUARANTINE_COLUMNS)
         spark.createDataFrame([], ddl).write.format("delta").mode("append").save(path)
     if not count:
         return 0
@@ -391,8 +391,8 @@ def _mark_duplicates(
 ) -> DataFrame:
     """`records` where each usable record identical to an earlier one (in the CDC table at `path`, or
     earlier in this run by file and line) has the problem 'duplicate of <file> line <n>'."""
-    identity = [ident(c) for c in (*source.column_names, "_row_kind")]
-    columns = ", ".join(f"r.{ident(c)}" for c in records.columns if c != "_problems")
+    identity = [quote(c) for c in (*source.column_names, "_row_kind")]
+    columns = ", ".join(f"r.{quote(c)}" for c in records.columns if c != "_problems")
     window = f"(PARTITION BY {', '.join(identity)} ORDER BY _file_index, _source_line)"
     ranked = spark.sql(
         f"SELECT *, row_number() OVER {window} AS _n, first_value(_source_file) OVER {window} AS _first_file, "
@@ -425,7 +425,7 @@ def _mark_duplicates(
 
 def _with_offsets(spark: SparkSession, source: SourceSpec, records: DataFrame, base_offset: int) -> DataFrame:
     """The CDC rows to append: arrival order continues after the table's largest `_offset`."""
-    columns = ", ".join(ident(n) for n in source.column_names)
+    columns = ", ".join(quote(n) for n in source.column_names)
     return spark.sql(
         f"SELECT {columns}, _row_kind, "
         f"CAST({base_offset} + row_number() OVER (ORDER BY _file_index, _source_line) AS BIGINT) AS _offset, "

@@ -5,13 +5,13 @@ from __future__ import annotations
 import dagster as dg
 from pydantic import Field
 
+from wide_assets.pipelines.declarations import SourceSpec
 from wide_assets.pipelines.ingest import LandedFile, landed_files, landed_fingerprints
-from wide_assets.pipelines.specs import SourceSpec
 
 __all__ = ["LandingZone"]
 
 
-class LandingZone(dg.ConfigurableResource):
+class LandingZone(dg.ConfigurableResource["LandingZone"]):
     """Directory holding the sources' landed CSV files (file patterns in specs are relative to it)."""
 
     root: str = Field(description="Landing directory; source file patterns are globs relative to it.")

@@ -15,8 +15,8 @@ from typing import Any
 
 import dagster as dg
 
+from wide_assets.pipelines.declarations import LakeTableSpec
 from wide_assets.pipelines.locate import LakeLocator, SparkProvider, asset_key, lake_name, table_path
-from wide_assets.pipelines.specs import LakeTableSpec
 
 __all__ = ["CompactionPolicy", "TableHealth", "maintenance_defs", "table_health"]
 
@@ -255,7 +255,7 @@ def changelog_export_asset(spec: LakeTableSpec, encoding: str = "debezium") -> d
     )
     def _export(
         spark: dg.ResourceParam[SparkProvider], lake: dg.ResourceParam[LakeLocator]
-    ) -> dg.MaterializeResult:
+    ) -> dg.MaterializeResult[Any]:
         """Every change of the wide table, in order, exported exactly once."""
         from deltalake import DeltaTable
 
@@ -284,7 +284,7 @@ def changelog_export_asset(spec: LakeTableSpec, encoding: str = "debezium") -> d
                 "SELECT _row_kind, count(*) AS n FROM {c} GROUP BY _row_kind", c=table.changelog(exported + 1)
             ).collect()
         }
-        return dg.MaterializeResult(
+        return dg.MaterializeResult[Any](
             metadata={
                 "dagster/row_count": DeltaTable(path).to_pyarrow_dataset().count_rows()
                 if appended or exported

@@ -36,13 +36,21 @@ import dagster as dg
 
 from wide_assets.errors import TableStateError
 from wide_assets.pipelines import (
+    LakeLocator,
     LakeTableSpec,
+    Pending,
+    Prepared,
+    SourceApplied,
     SourceSpec,
     applied_once_check,
+    applied_records,
+    apply_with_retries,
     asset_key,
     column_lineage,
+    consumed_offsets,
     hourly_schedule,
     new_data_sensor,
+    pending_records,
     pipeline_job,
     primary_key_check,
     row_diff,
@@ -52,16 +60,6 @@ from wide_assets.pipelines import (
     table_path,
     unchanged_rows_check,
     unique_check,
-)
-from wide_assets.pipelines.checks import applied_records
-from wide_assets.pipelines.locate import LakeLocator
-from wide_assets.pipelines.wide import (
-    Pending,
-    Prepared,
-    SourceApplied,
-    apply_with_retries,
-    consumed_offsets,
-    pending_records,
 )
 
 if TYPE_CHECKING:

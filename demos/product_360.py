@@ -22,8 +22,8 @@ Deletes and their order: a catalog delete is a product's last event. The pipelin
 in each run, so other sources' records that arrive in the same batch as the removal land before it.
 The convergence check spells out the expected table and reports any product that breaks this contract.
 
-Landing data: `python -m wide_assets.generate --products 50 --changes 400 --seed 7 --out data/landing
---late-share 0.1 --delete-share 0.05 --malformed 6` (see `wide_assets.generate`), plus 15 hand-written
+Landing data: `python -m demos.generate --products 50 --changes 400 --seed 7 --out data/landing
+--late-share 0.1 --delete-share 0.05 --malformed 6` (see `demos.generate`), plus 15 hand-written
 orders in `landing/orders/` (one for an unknown product). Malformed records go to each source's
 quarantine table (`<cdc table>_quarantine`); more than `MAX_BAD_RECORDS` in one run fail it.
 
@@ -41,28 +41,34 @@ from typing import TYPE_CHECKING
 import dagster as dg
 
 from wide_assets.pipelines import (
+    CompactionPolicy,
+    LakeLocator,
     LakeTableSpec,
+    Prepared,
+    SourceApplied,
     SourceSpec,
     WideTableSpec,
+    applied_records,
+    apply_with_retries,
     asset_key,
     column_lineage,
+    keyed_diff,
+    maintenance_defs,
     materialized_table_asset,
+    pending_records,
     pipeline_job,
     primary_key_check,
     source_asset,
+    source_health_checks,
     table_asset,
     table_check,
     table_path,
     wide_table_defs,
 )
-from wide_assets.pipelines.checks import applied_records, keyed_diff, source_health_checks
-from wide_assets.pipelines.maintenance import CompactionPolicy, maintenance_defs
-from wide_assets.pipelines.wide import Prepared, SourceApplied, apply_with_retries, pending_records
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from wide_assets.pipelines.locate import LakeLocator
     from wide_assets.table import WideTable
 
 __all__ = ["ORDERS_ENRICHED", "PRODUCT_360", "SOURCES", "defs", "enrich", "expected_product_360"]

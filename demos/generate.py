@@ -1,6 +1,6 @@
-"""`python -m wide_assets.generate`: realistic CDC landing files for the product_360 pipeline.
+"""`python -m demos.generate`: realistic CDC landing files for the product_360 pipeline.
 
-    python -m wide_assets.generate --products 50 --changes 400 --seed 7 --out data/landing \\
+    python -m demos.generate --products 50 --changes 400 --seed 7 --out data/landing \\
         --late-share 0.1 --delete-share 0.05 --files 3 --malformed 6
 
 Writes `<out>/<source>/<source>_<nnn>.jsonl`, one JSON object per line: Debezium envelopes for the
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wide_assets.pipelines.cdc_json import format_op_time
+from wide_assets.pipelines import format_op_time
 
 __all__ = ["Event", "generate", "main"]
 
@@ -112,6 +112,7 @@ def _change_table(w: _World, source: str, product: int, delete_share: float) -> 
     rng = w.rng
     rows: dict[int, dict[str, Any]] = getattr(w, source)
     before = rows.get(product)
+    after: dict[str, Any] | None
     if source == "catalog":
         after = _catalog_row(rng, product)
     elif source == "pricing":
@@ -160,8 +161,11 @@ def _change_stream(w: _World, source: str, product: int, delete_share: float, ne
         return
     next_id[0] += 1
     key_name = "review_id" if source == "reviews" else "question_id"
-    row = {key_name: next_id[0], "product_id": product}
-    row.update({"rating": rng.randint(1, 5)} if source == "reviews" else {"status": "open"})
+    row: dict[str, Any] = {key_name: next_id[0], "product_id": product}
+    if source == "reviews":
+        row["rating"] = rng.randint(1, 5)
+    else:
+        row["status"] = "open"
     rows[next_id[0]] = row
     w.flink(source, [("+I", row)])
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from wide_assets.errors import InvalidOptionError
-from wide_assets.merge.context import fail, sql_string
-from wide_assets.spec import Column, FieldFunction
+from wide_assets.schema import Column, FieldFunction
+from wide_assets.sql import fail, string_literal
 
 INTEGRAL = ("tinyint", "smallint", "int", "bigint")
 NUMERIC = (*INTEGRAL, "float", "double", "decimal")
@@ -213,13 +213,13 @@ class ListAgg(Aggregator):
     types = ("string",)
 
     def agg(self, x: Operands) -> str:
-        delimiter = sql_string(x.function.delimiter)
+        delimiter = string_literal(x.function.delimiter)
         blank_inp = f"({x.inp} IS NULL OR trim({x.inp}) = '')"
         blank_acc = f"({x.acc} IS NULL OR trim({x.acc}) = '')"
         if not x.function.distinct:
             appended = f"concat({x.acc}, {delimiter}, {x.inp})"
         else:
-            pattern = sql_string(literal_regex(x.function.delimiter))
+            pattern = string_literal(literal_regex(x.function.delimiter))
             existing = f"split({x.acc}, {pattern})"
             new_tokens = (
                 f"array_distinct(filter(split({x.inp}, {pattern}), "
@@ -239,7 +239,7 @@ class FlussListAgg(Aggregator):
     types = ("string",)
 
     def agg(self, x: Operands) -> str:
-        delimiter = sql_string(x.function.delimiter)
+        delimiter = string_literal(x.function.delimiter)
         return ignoring_nulls(x, f"concat({x.acc}, {delimiter}, {x.inp})")
 
 
@@ -328,7 +328,7 @@ class RoaringBitmap(Aggregator):
     def prepare(self, spark: Any) -> None:
         import pandas as pd
         from pyroaring import BitMap, BitMap64
-        from pyspark.sql.functions import pandas_udf
+        from pyspark.sql.pandas.functions import pandas_udf
 
         bitmap = BitMap if self.bits == 32 else BitMap64
 
@@ -342,8 +342,10 @@ class RoaringBitmap(Aggregator):
         for udf in (decode, encode):
             udf.__annotations__ = {"values": pd.Series, "return": pd.Series}
 
-        spark.udf.register(f"wide_assets_{self.name}_decode", pandas_udf(decode, f"array<{self.element}>"))
-        spark.udf.register(f"wide_assets_{self.name}_encode", pandas_udf(encode, "binary"))
+        # Without pandas' type information no overload of pandas_udf matches these Series functions.
+        vectorized: Any = pandas_udf
+        spark.udf.register(f"wide_assets_{self.name}_decode", vectorized(decode, f"array<{self.element}>"))
+        spark.udf.register(f"wide_assets_{self.name}_encode", vectorized(encode, "binary"))
 
 
 PAIMON_FUNCTIONS: dict[str, Aggregator] = {

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from wide_assets.errors import ConcurrentWriteError, TableStateError
+from wide_assets.pipelines.declarations import LakeTableSpec, SourceSpec, WideTableSpec
 from wide_assets.pipelines.markdown import markdown_table
-from wide_assets.pipelines.specs import LakeTableSpec, SourceSpec, WideTableSpec
-from wide_assets.pipelines.sql import ident
+from wide_assets.sql import quote
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -85,7 +85,7 @@ def consumed_offsets(table: WideTable) -> dict[str, int]:
     consumed: dict[str, int] = {}
     for commit in table.commits():
         if commit.txn is not None:
-            consumed[commit.txn.app_id] = max(consumed.get(commit.txn.app_id, 0), commit.txn.version)
+            consumed[commit.txn.app_id] = max(consumed.get(commit.txn.app_id, 0), commit.txn.offset)
     return consumed
 
 
@@ -176,7 +176,7 @@ def source_changes(
     """The wide-table records of `pending`: its columns renamed by `mapping`, or the source's transform
     over `{pending}` and `{applied}` (every record of the same source version up to the last pending)."""
     if source.transform is None:
-        selected = ", ".join(f"{ident(s)} AS {ident(w)}" for s, w in mapping.items())
+        selected = ", ".join(f"{quote(s)} AS {quote(w)}" for s, w in mapping.items())
         return spark.sql(f"SELECT {selected}, _row_kind, _offset FROM {{rows}}", rows=pending.rows)
     rows = spark.read.format("delta").option("versionAsOf", pending.source_version).load(path)
     applied = spark.sql(f"SELECT * FROM {{rows}} WHERE _offset <= {pending.to_offset}", rows=rows)
@@ -227,8 +227,8 @@ def key_report(spark: SparkSession, rows: DataFrame, primary_key: Sequence[str])
     commit touching one key writes such a file. So rows of duplicated keys are derived: rows with a
     complete key, minus distinct keys, plus duplicated keys.
     """
-    keys = ", ".join(ident(k) for k in primary_key)
-    null_key = " OR ".join(f"{ident(k)} IS NULL" for k in primary_key)
+    keys = ", ".join(quote(k) for k in primary_key)
+    null_key = " OR ".join(f"{quote(k)} IS NULL" for k in primary_key)
     # count(DISTINCT a, b) skips tuples with a NULL part: it counts complete keys only.
     totals = spark.sql(
         f"SELECT count(*) AS rows, count_if({null_key}) AS null_keys, count(DISTINCT {keys}) AS keys "

@@ -1,4 +1,4 @@
-"""`python -m wide_assets.demo`: run every demo job through Dagster and print what it built.
+"""`python -m demos`: run every demo job through Dagster and print what it built.
 
 Runs the jobs of the project's code location (`definitions.py`, so run it from the project root, as
 `make demo` does) against the local Dagster instance, on the bundled `data/` files, into the
@@ -20,15 +20,15 @@ from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
-from wide_assets.demos.first_customer_touch import FIRST_CUSTOMER_TOUCH
-from wide_assets.demos.product_360 import ORDERS_ENRICHED, PRODUCT_360
-from wide_assets.demos.product_review_stats import (
+from demos.first_customer_touch import FIRST_CUSTOMER_TOUCH
+from demos.product_360 import ORDERS_ENRICHED, PRODUCT_360
+from demos.product_review_stats import (
     PRODUCT_REVIEW_AVERAGES,
     PRODUCT_REVIEW_STATS,
     REVIEWER_IDS,
     stats_with_reviewer_names,
 )
-from wide_assets.demos.user_rec_wide import USER_REC_WIDE
+from demos.user_rec_wide import USER_REC_WIDE
 from wide_assets.pipelines import LakeTableSpec, table_path
 
 if TYPE_CHECKING:
@@ -134,8 +134,9 @@ def main() -> int:
             if not _report(result):
                 succeeded = False
                 continue
+            resources = defs.resources or {}
             for item in shown:
-                _show(defs.resources["spark"].spark, defs.resources["lake"], item)
+                _show(resources["spark"].spark, resources["lake"], item)
     return 0 if succeeded else 1
 
 

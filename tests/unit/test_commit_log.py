@@ -1,0 +1,105 @@
+"""Commit-log decisions: marker records, the transaction-id decision, and pending commits read from
+Delta tables written by delta-rs (no Spark)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from deltalake import write_deltalake
+
+from wide_assets.errors import ConcurrentWriteError
+from wide_assets.table.log import (
+    CommitInfo,
+    CommitLog,
+    CompactionInfo,
+    Markers,
+    Origin,
+    Resolution,
+    Txn,
+    changelog_path,
+)
+from wide_assets.table.protocol import committed_by, full_compaction_due
+
+
+def commit(n: int, txn: Txn | None = None, base_version: int = 0, next_id: int | None = None) -> CommitInfo:
+    return CommitInfo(n, base_version, txn, "2026-11-23T00:00:00+00:00", 1, None, next_id)
+
+
+def compaction(through: int) -> CompactionInfo:
+    return CompactionInfo(through, through, 1, 0, 1, "2026-11-23T00:00:00+00:00")
+
+
+def test_commit_marker_round_trips_through_json() -> None:
+    info = CommitInfo(3, 7, Txn("orders", 42, 40), "2026-11-23T00:00:00+00:00", 10, ("k", "a"), 5)
+    assert CommitInfo.from_json(info.to_json()) == info
+    assert json.loads(info.to_json())["txn"] == ["orders", 42, 40]
+    resolution = Resolution(4, 2, 9)
+    assert Resolution.from_json(resolution.to_json()) == resolution
+
+
+def test_markers_summarize_the_log() -> None:
+    markers = Markers([commit(1, next_id=4), commit(2), commit(3)], [compaction(2)], [Resolution(3, 1, 5)])
+    assert markers.last_commit == 3
+    assert markers.compacted_through == 2
+    assert markers.unfinished_resolution == Resolution(3, 1, 5)
+    assert markers.next_auto_increment == 4
+    finished = Markers(markers.commits, [compaction(2)], [Resolution(2, 2, 0)])
+    assert finished.unfinished_resolution is None
+    assert Markers([], [], []).last_commit == 0 and Markers([], [], []).next_auto_increment == 1
+
+
+def test_a_committed_offset_is_skipped() -> None:
+    commits = [commit(1, Txn("a", 5)), commit(2, Txn("b", 9))]
+    assert committed_by(commits, Txn("a", 5)) == commits[0]
+    assert committed_by(commits, Txn("a", 4)) == commits[0]  # an older offset is covered too
+    assert committed_by(commits, Txn("a", 6)) is None
+    assert committed_by(commits, Txn("c", 1)) is None
+
+
+def test_input_read_before_another_writers_commit_is_refused() -> None:
+    commits = [commit(1, Txn("a", 5)), commit(2, Txn("a", 8))]
+    assert committed_by(commits, Txn("a", 9, after=8)) is None
+    with pytest.raises(ConcurrentWriteError, match="after version 5, but version 8"):
+        committed_by(commits, Txn("a", 9, after=5))
+    assert committed_by([], Txn("a", 1, after=0)) is None
+
+
+def test_full_compaction_windows() -> None:
+    assert [n for n in range(1, 10) if full_compaction_due(n, 3)] == [3, 6, 9]
+
+
+def write_log(table: Path, markers: list[tuple[Origin, str]], table_versions: int) -> CommitLog:
+    """A wide table with `table_versions` Delta versions and a log holding `markers`."""
+    for i in range(table_versions):
+        write_deltalake(str(table), pa.table({"k": [i]}), mode="append")
+    rows = pa.table(
+        {
+            "_commit": pa.array([1] * len(markers), pa.int64()),
+            "_origin": [str(o) for o, _ in markers],
+            "_commit_info": [text for _, text in markers],
+        }
+    )
+    write_deltalake(changelog_path(str(table)), rows)
+    return CommitLog(str(table))
+
+
+def test_a_commit_whose_merge_did_not_land_is_pending(tmp_path: Path) -> None:
+    # The table is still at the last commit's base version: its MERGE never landed.
+    log = write_log(
+        tmp_path / "t",
+        [(Origin.COMMIT, commit(1).to_json()), (Origin.COMMIT, commit(2, base_version=1).to_json())],
+        2,
+    )
+    assert log.pending(log.markers(), write_only=False) == [2]
+    landed = write_log(tmp_path / "u", [(Origin.COMMIT, commit(1).to_json())], 2)
+    assert landed.pending(landed.markers(), write_only=False) == []
+
+
+def test_write_only_commits_are_pending_until_compacted(tmp_path: Path) -> None:
+    markers = [(Origin.COMMIT, commit(n).to_json()) for n in (1, 2, 3)]
+    log = write_log(tmp_path / "t", [*markers, (Origin.COMPACTION, compaction(1).to_json())], 1)
+    assert log.markers().last_commit == 3
+    assert log.pending(log.markers(), write_only=True) == [2, 3]

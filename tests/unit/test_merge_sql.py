@@ -1,0 +1,63 @@
+"""The merge's SQL decisions that are plain SQL: which row kinds reach the merge (evaluated by DuckDB),
+and the per-engine rules a write is checked against before any query runs."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+from wide_assets.errors import InvalidInputError
+from wide_assets.merge import MergeContext, engine_for
+from wide_assets.merge.plan import kind_filter, merge_order
+from wide_assets.spec import TableSpec
+
+COLUMNS = [("k", "int"), ("a", "string"), ("seq", "bigint")]
+
+
+def context(options: dict[str, str], target_columns: tuple[str, ...] | None = None) -> MergeContext:
+    return MergeContext(TableSpec.build(COLUMNS, ["k"], options), target_columns)
+
+
+@pytest.mark.parametrize(
+    ("options", "reaching"),
+    [
+        ({}, {"+I", "-U", "+U", "-D"}),
+        ({"ignore-delete": "true"}, {"+I", "+U"}),  # Paimon drops -U and -D
+        ({"ignore-update-before": "true"}, {"+I", "+U", "-D"}),
+        ({"table.delete.behavior": "allow"}, {"+I", "+U", "-D"}),  # a Fluss upsert sink never sees -U
+        ({"table.delete.behavior": "ignore"}, {"+I", "+U"}),
+        ({"table.delete.behavior": "allow", "sink.ignore-delete": "true"}, {"+I", "+U"}),
+    ],
+)
+def test_row_kind_filter(options: dict[str, str], reaching: set[str]) -> None:
+    rows = (
+        duckdb.connect()
+        .sql(
+            "SELECT _row_kind FROM (VALUES ('+I'), ('-U'), ('+U'), ('-D')) v(_row_kind) "
+            f"WHERE {kind_filter(context(options))}"
+        )
+        .fetchall()
+    )
+    assert {r[0] for r in rows} == reaching
+
+
+def test_merge_order_puts_the_sequence_first_nulls_first() -> None:
+    assert merge_order(context({"sequence.field": "seq"})).startswith("c2 ASC NULLS FIRST, ")
+    assert merge_order(
+        context({"sequence.field": "seq", "sequence.field.sort-order": "descending"})
+    ).startswith("c2 DESC NULLS LAST, ")
+    assert merge_order(context({})) == "CASE WHEN _stored THEN 0 ELSE 1 END, _arrival"
+
+
+def test_engines_that_refuse_partial_writes() -> None:
+    first_row = context({"table.merge-engine": "first_row", "table.delete.behavior": "ignore"}, ("k",))
+    with pytest.raises(InvalidInputError, match="Partial update is not supported"):
+        engine_for(first_row.merge).check_write(MergeContext(first_row.spec, ("k", "a")))
+    last_row = context({"table.delete.behavior": "allow"})
+    engine_for(last_row.merge).check_write(MergeContext(last_row.spec, ("k", "a")))
+
+
+def test_fold_state_carries_a_seen_flag_only_for_stateful_functions() -> None:
+    ctx = context({"merge-engine": "aggregation", "fields.a.aggregate-function": "first_value"})
+    assert ctx.stateful_columns() == ("a",)
+    assert [name for name, _ in ctx.state_fields()] == ["e", "c1", "c2", "s1"]

@@ -1,0 +1,149 @@
+"""Parsing and validation of a definition into merge semantics (docs/semantics.md), without an engine."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from wide_assets.errors import InvalidOptionError
+from wide_assets.spec import TableSpec
+
+COLUMNS = [("k", "int"), ("a", "string"), ("b", "bigint"), ("seq_a", "bigint"), ("seq_b", "bigint")]
+
+
+def spec(options: dict[str, object] | None = None, columns: list[tuple[str, str]] | None = None) -> TableSpec:
+    return TableSpec.build(columns or COLUMNS, ["k"], options)
+
+
+def test_no_options_is_paimon_deduplicate() -> None:
+    merge = spec().merge
+    assert (merge.dialect, merge.engine, merge.changelog_producer) == ("paimon", "deduplicate", "none")
+
+
+def test_any_table_option_selects_fluss_last_row() -> None:
+    merge = spec({"table.delete.behavior": "allow"}).merge
+    assert (merge.dialect, merge.engine, merge.delete_behavior) == ("fluss", "last_row", "allow")
+
+
+def test_dialects_cannot_be_mixed() -> None:
+    with pytest.raises(InvalidOptionError, match="mix the Paimon dialect"):
+        spec({"merge-engine": "partial-update", "table.merge-engine": "first_row"})
+
+
+def test_sequence_groups_are_parsed_per_source() -> None:
+    merge = spec(
+        {
+            "merge-engine": "partial-update",
+            "fields.seq_a.sequence-group": "a",
+            "fields.seq_b.sequence-group": "b",
+        }
+    ).merge
+    assert [(g.sequence_fields, g.protected) for g in merge.sequence_groups] == [
+        (("seq_a",), ("a",)),
+        (("seq_b",), ("b",)),
+    ]
+    assert merge.group_of("b") == merge.sequence_groups[1]
+    assert merge.group_of("k") is None
+
+
+def test_a_column_in_two_groups_is_refused() -> None:
+    with pytest.raises(InvalidOptionError, match="defined repeatedly by multiple groups"):
+        spec(
+            {
+                "merge-engine": "partial-update",
+                "fields.seq_a.sequence-group": "a",
+                "fields.seq_b.sequence-group": "a",
+            }
+        )
+
+
+def test_unknown_field_in_a_group_is_refused() -> None:
+    with pytest.raises(InvalidOptionError, match="nope can not be found in table schema"):
+        spec({"merge-engine": "partial-update", "fields.seq_a.sequence-group": "nope"})
+
+
+def test_aggregation_defaults_every_value_column_to_last_non_null_value() -> None:
+    functions = spec({"merge-engine": "aggregation", "fields.b.aggregate-function": "sum"}).merge.functions
+    assert {c: f.name for c, f in functions.items()} == {
+        "a": "last_non_null_value",
+        "b": "sum",
+        "seq_a": "last_non_null_value",
+        "seq_b": "last_non_null_value",
+    }
+
+
+def test_a_function_refuses_a_column_type_it_cannot_fold() -> None:
+    with pytest.raises(InvalidOptionError, match=r"'sum'.* column a of type string"):
+        spec({"merge-engine": "aggregation", "fields.a.aggregate-function": "sum"})
+
+
+def test_first_row_takes_no_sequence_field() -> None:
+    with pytest.raises(InvalidOptionError, match="sequence field"):
+        spec({"merge-engine": "first-row", "sequence.field": "seq_a"})
+
+
+def test_versioned_needs_its_version_column() -> None:
+    with pytest.raises(InvalidOptionError, match="ver-column"):
+        spec({"table.merge-engine": "versioned", "table.delete.behavior": "ignore"})
+    merge = spec(
+        {
+            "table.merge-engine": "versioned",
+            "table.merge-engine.versioned.ver-column": "seq_a",
+            "table.delete.behavior": "ignore",
+        }
+    ).merge
+    assert merge.version_column == "seq_a"
+
+
+@pytest.mark.parametrize(
+    ("options", "lookup_free"),
+    [
+        ({"write-only": "true", "merge-engine": "partial-update", "fields.seq_a.sequence-group": "a"}, True),
+        ({"write-only": "true"}, True),
+        ({"write-only": "true", "sequence.field": "seq_a"}, False),  # the stored row's place depends on it
+        ({"write-only": "true", "merge-engine": "aggregation"}, False),  # checks need the stored value
+        ({"write-only": "true", "merge-engine": "partial-update"}, False),  # refuses deletes merged with rows
+        ({"merge-engine": "partial-update", "fields.seq_a.sequence-group": "a"}, False),  # not write-only
+    ],
+)
+def test_which_write_only_tables_need_no_lookup(options: dict[str, str], lookup_free: bool) -> None:
+    assert spec(options).merge.lookup_free_writes is lookup_free
+
+
+def test_changelog_at_compaction() -> None:
+    assert spec({"write-only": "true", "changelog-producer": "lookup"}).merge.changelog_at_compaction
+    assert spec(
+        {"changelog-producer": "full-compaction", "full-compaction.delta-commits": "3"}
+    ).merge.changelog_at_compaction
+    assert not spec({"changelog-producer": "lookup"}).merge.changelog_at_compaction
+
+
+def test_buckets() -> None:
+    bucketing = spec({"bucket": "4"}).bucketing
+    assert bucketing is not None and (bucketing.count, bucketing.key) == (4, ("k",))
+    assert bucketing.expression() == "CAST(pmod(xxhash64(`k`), 4) AS INT)"
+    assert spec({"bucket": "-1"}).bucketing is None  # Paimon's dynamic bucket mode
+    with pytest.raises(InvalidOptionError, match="subset of the primary key"):
+        spec({"bucket": "4", "bucket-key": "a"})
+    with pytest.raises(InvalidOptionError, match="must be an integer"):
+        spec({"bucket": "four"})
+
+
+def test_definition_round_trips_through_json() -> None:
+    original = spec({"merge-engine": "partial-update", "fields.seq_a.sequence-group": "a", "bucket": 2})
+    assert TableSpec.from_json(original.to_json()) == original
+    assert original.options["bucket"] == "2"
+
+
+def test_reserved_and_duplicate_columns_are_refused() -> None:
+    with pytest.raises(InvalidOptionError, match="reserved"):
+        spec(columns=[("k", "int"), ("_x", "int")])
+    with pytest.raises(InvalidOptionError, match="more than once"):
+        spec(columns=[("k", "int"), ("a", "int"), ("a", "int")])
+
+
+def test_an_option_without_effect_is_reported(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING):
+        spec({"merge-engin": "partial-update"})
+    assert "merge-engin" in caplog.text and "did you mean 'merge-engine'" in caplog.text

@@ -1,0 +1,259 @@
+"""What every dialect's options share: the parsed `MergeOptions`, value parsing, and dialect detection."""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from wide_assets.errors import InvalidOptionError
+from wide_assets.schema import FieldFunction, Schema, SequenceGroup
+
+log = logging.getLogger(__name__)
+
+Dialect = Literal["paimon", "fluss"]
+
+# Options that tune storage or parallelism in Paimon/Fluss and do not change merge semantics.
+NEUTRAL_OPTIONS = frozenset(
+    {
+        "bucket",
+        "bucket.num",
+        "bucket-key",
+        "bucket.key",
+        "write-only",
+        "num-sorted-run.compaction-trigger",
+        "changelog-producer.compaction-interval",
+        "compaction.min.file-num",
+        "file.format",
+        "deletion-vectors.enabled",
+        "table.datalake.enabled",
+        "table.datalake.freshness",
+        "table.auto-increment.cache-size",
+    }
+)
+PAIMON_ONLY_PREFIXES = (
+    "merge-engine",
+    "sequence.field",
+    "ignore-delete",
+    "ignore-update-before",
+    "partial-update.",
+    "aggregation.",
+    "first-row.",
+    "deduplicate.",
+    "changelog-producer",
+    "full-compaction.",
+)
+FIELD_OPTION = re.compile(r"^fields\.(?P<fields>[^.]+(?:,[^.]+)*)\.(?P<suffix>.+)$")
+PAIMON_FIELD_SUFFIXES = (
+    "sequence-group",
+    "aggregate-function",
+    "ignore-retract",
+    "list-agg-delimiter",
+    "distinct",
+)
+FLUSS_FIELD_SUFFIXES = ("agg", "listagg.delimiter", "string_agg.delimiter")
+
+
+@dataclass(frozen=True)
+class MergeOptions:
+    """The merge semantics a table's options select, validated against its columns."""
+
+    dialect: Dialect
+    engine: str
+    sequence_fields: tuple[str, ...] = ()
+    sequence_descending: bool = False
+    ignore_delete: bool = False
+    ignore_update_before: bool = False
+    sequence_groups: tuple[SequenceGroup, ...] = ()
+    functions: Mapping[str, FieldFunction] = field(default_factory=dict)
+    remove_record_on_delete: bool = False
+    remove_record_on_sequence_group: tuple[str, ...] = ()
+    changelog_producer: str = "none"
+    row_deduplicate: bool = False
+    row_deduplicate_ignore_fields: tuple[str, ...] = ()
+    full_compaction_delta_commits: int = 1
+    delete_behavior: str = "allow"
+    changelog_image: str = "FULL"
+    version_column: str | None = None
+    auto_increment: str | None = None
+    # Paimon 'write-only': writers only append merged fragments; a dedicated compaction applies them.
+    write_only: bool = False
+
+    @property
+    def lookup_free_writes(self) -> bool:
+        """Whether a write-only table's writers can skip looking up the stored rows, as Paimon's do: its
+        commits log their records as written, and compaction (or a union read) folds them in. That
+        equals folding commit by commit only when the stored row always comes first in the merge
+        order (no `sequence.field`), no check depends on it (no aggregate function, whose overflow and
+        retraction checks need the stored value; no partial-update that rejects a delete merged with
+        the stored row), and no key needs an assigned id."""
+        rejects_merged_deletes = self.engine == "partial-update" and not (
+            self.sequence_groups or self.remove_record_on_delete or self.ignore_delete
+        )
+        return (
+            self.write_only
+            and self.dialect == "paimon"
+            and self.engine in ("partial-update", "deduplicate", "first-row")
+            and not rejects_merged_deletes
+            and not self.sequence_fields
+            and not self.functions
+            and self.auto_increment is None
+        )
+
+    @property
+    def changelog_at_compaction(self) -> bool:
+        """Whether the changelog is produced when commits are folded together rather than per commit:
+        Paimon's lookup/full-compaction producers on a write-only table (at its compaction), and the
+        full-compaction producer every `full-compaction.delta-commits` commits."""
+        if self.dialect != "paimon" or self.changelog_producer not in ("lookup", "full-compaction"):
+            return False
+        return self.write_only or (
+            self.changelog_producer == "full-compaction" and self.full_compaction_delta_commits > 1
+        )
+
+    def group_of(self, column: str) -> SequenceGroup | None:
+        """The sequence group protecting `column` (or whose sequence field it is)."""
+        for group in self.sequence_groups:
+            if column in group.protected or column in group.sequence_fields:
+                return group
+        return None
+
+
+def option_text(value: object) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def parse_bool(options: Mapping[str, str], key: str, default: bool = False) -> bool:
+    value = options.get(key)
+    if value is None:
+        return default
+    if value.strip().lower() not in ("true", "false"):
+        raise InvalidOptionError(f"Option '{key}' must be 'true' or 'false', got '{value}'.")
+    return value.strip().lower() == "true"
+
+
+def name_list(value: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in value.split(",") if part.strip())
+
+
+def check_columns(schema: Schema) -> None:
+    names = schema.column_names
+    if not names:
+        raise InvalidOptionError("A wide table needs at least one column.")
+    duplicated = sorted({n for n in names if names.count(n) > 1})
+    if duplicated:
+        raise InvalidOptionError(f"Columns are defined more than once: {duplicated}.")
+    if not schema.primary_key:
+        raise InvalidOptionError("A wide table needs a primary key.")
+    missing = [k for k in schema.primary_key if k not in names]
+    if missing:
+        raise InvalidOptionError(
+            f"Primary key columns {missing} can not be found in table schema {list(names)}."
+        )
+    reserved = [n for n in names if n.startswith("_")]
+    if reserved:
+        raise InvalidOptionError(
+            f"Column names starting with '_' are reserved for changelog metadata: {reserved}."
+        )
+
+
+def _is_fluss_key(key: str) -> bool:
+    match = FIELD_OPTION.match(key)
+    if match:
+        return match["suffix"] in FLUSS_FIELD_SUFFIXES
+    return key.startswith("table.") or key in ("sink.ignore-delete", "auto-increment.fields")
+
+
+def _is_paimon_key(key: str) -> bool:
+    match = FIELD_OPTION.match(key)
+    if match:
+        return match["suffix"] in PAIMON_FIELD_SUFFIXES or key == "fields.default-aggregate-function"
+    return key == "fields.default-aggregate-function" or key.startswith(PAIMON_ONLY_PREFIXES)
+
+
+def dialect_of(options: Mapping[str, str]) -> Dialect:
+    fluss = sorted(k for k in options if _is_fluss_key(k))
+    paimon = sorted(k for k in options if _is_paimon_key(k))
+    if fluss and paimon:
+        raise InvalidOptionError(
+            f"Options mix the Paimon dialect {paimon} with the Fluss dialect {fluss}; "
+            "a table uses one dialect (any 'table.*' option selects Fluss)."
+        )
+    if fluss and not any(k.startswith("table.") or k == "auto-increment.fields" for k in fluss):
+        raise InvalidOptionError(
+            f"Options {fluss} belong to the Fluss dialect, which a table selects with a 'table.*' option "
+            "(for example 'table.merge-engine' or 'table.delete.behavior' = 'allow')."
+        )
+    return "fluss" if fluss else "paimon"
+
+
+def _known(key: str, dialect: Dialect) -> bool:
+    if key in NEUTRAL_OPTIONS:
+        return True
+    return _is_fluss_key(key) if dialect == "fluss" else _is_paimon_key(key)
+
+
+def warn_unknown(options: Mapping[str, str], dialect: Dialect) -> None:
+    # Paimon and Fluss accept options they do not interpret; so do we, but say so, because a typo
+    # in an option name otherwise silently selects the default behaviour.
+    for key in options:
+        if not _known(key, dialect):
+            close = difflib.get_close_matches(key, [*NEUTRAL_OPTIONS, *_EXAMPLE_KEYS[dialect]], n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            log.warning("Option '%s' has no effect on %s merge semantics%s", key, dialect, hint)
+
+
+_EXAMPLE_KEYS: dict[Dialect, tuple[str, ...]] = {
+    "paimon": (
+        "merge-engine",
+        "sequence.field",
+        "sequence.field.sort-order",
+        "ignore-delete",
+        "ignore-update-before",
+        "partial-update.remove-record-on-delete",
+        "partial-update.remove-record-on-sequence-group",
+        "aggregation.remove-record-on-delete",
+        "changelog-producer",
+        "changelog-producer.row-deduplicate",
+        "changelog-producer.row-deduplicate-ignore-fields",
+        "full-compaction.delta-commits",
+        "fields.default-aggregate-function",
+    ),
+    "fluss": (
+        "table.merge-engine",
+        "table.merge-engine.versioned.ver-column",
+        "table.delete.behavior",
+        "table.changelog.image",
+        "sink.ignore-delete",
+    ),
+}
+
+
+def field_options(
+    schema: Schema, options: Mapping[str, str], suffixes: tuple[str, ...]
+) -> dict[tuple[str, str], str]:
+    """`fields.<f>.<suffix>` options keyed by (f, suffix); unknown columns fail like Paimon does."""
+    found: dict[tuple[str, str], str] = {}
+    for key, value in options.items():
+        match = FIELD_OPTION.match(key)
+        if not match or key == "fields.default-aggregate-function":
+            continue
+        suffix = match["suffix"]
+        if suffix not in suffixes:
+            continue
+        fields = match["fields"]
+        if suffix == "sequence-group":
+            for name in name_list(fields):
+                if name not in schema.column_names:
+                    raise InvalidOptionError(
+                        f"The sequence field group: {name} can not be found in table schema."
+                    )
+        elif fields not in schema.column_names:
+            raise InvalidOptionError(f"Field {fields} can not be found in table schema.")
+        found[(fields, suffix)] = value
+    return found

@@ -1,0 +1,66 @@
+"""Spark SQL text shared by every module: quoting, literals, row kinds, key joins and query aborts.
+
+Everything the project runs is `spark.sql` text (engine-neutral: the same on Sail and JVM Spark), so
+the spelling of identifiers, literals and row-kind predicates lives here once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from enum import StrEnum
+from typing import Any
+
+from wide_assets.errors import ERROR_MARKER
+
+
+class RowKind(StrEnum):
+    """A changelog row kind, as Flink, Paimon and Fluss print it."""
+
+    INSERT = "+I"
+    UPDATE_BEFORE = "-U"
+    UPDATE_AFTER = "+U"
+    DELETE = "-D"
+
+
+ADDS = (RowKind.INSERT, RowKind.UPDATE_AFTER)
+RETRACTS = (RowKind.UPDATE_BEFORE, RowKind.DELETE)
+
+
+def quote(name: str) -> str:
+    """A column or table name as a back-quoted identifier."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def columns(names: Iterable[str], prefix: str = "") -> str:
+    """`a`, `b`, ... (each optionally qualified, e.g. `t.`)."""
+    return ", ".join(prefix + quote(n) for n in names)
+
+
+def string_literal(text: str) -> str:
+    """A SQL string literal; Spark unescapes backslashes inside literals, so they are escaped too."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def value_literal(value: Any) -> str:
+    """A Python key value as a SQL literal (numbers as is, everything else as a string literal)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int | float):
+        return repr(value)
+    return string_literal(str(value))
+
+
+def kind_in(expression: str, kinds: Iterable[RowKind]) -> str:
+    """`expression IN ('+I', ...)`: whether a row kind is one of `kinds`."""
+    return f"{expression} IN ({', '.join(string_literal(k) for k in kinds)})"
+
+
+def key_join(keys: Sequence[str], left: str, right: str, null_safe: bool = False) -> str:
+    """`left.k1 = right.k1 AND ...` over the key columns (`<=>` when NULL keys must match)."""
+    equals = "<=>" if null_safe else "="
+    return " AND ".join(f"{left}.{quote(k)} {equals} {right}.{quote(k)}" for k in keys)
+
+
+def fail(message: str) -> str:
+    """An expression that aborts the query with `message`; the commit it feeds never happens."""
+    return f"raise_error({string_literal(ERROR_MARKER + message)})"

@@ -1,0 +1,41 @@
+"""The final image per key of logged commits: merged entries read back, or fragments folded into rows."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+
+from wide_assets.batch import PreparedBatch, merge_batch
+from wide_assets.changelog import final_images
+from wide_assets.merge import MergeContext
+from wide_assets.sql import columns, string_literal
+from wide_assets.table.log import Origin
+from wide_assets.table.storage import Storage
+
+
+def commit_images(storage: Storage, commits: list[int], stored: DataFrame | None = None) -> DataFrame:
+    """The final image per key of `commits` (a contiguous range) over the `stored` rows they follow
+    (default: the Delta table). Merged entries hold absolute images; only fragments need `stored`."""
+    spec = storage.spec
+    if spec.merge.lookup_free_writes:
+        if stored is None:
+            stored = storage.rows(version=storage.version)
+        return final_images(storage.spark, spec, folded_fragments(storage, commits, stored))
+    return final_images(storage.spark, spec, storage.log_entries(commits, Origin.MERGED), across_commits=True)
+
+
+def folded_fragments(storage: Storage, commits: list[int], stored: DataFrame) -> DataFrame:
+    """The changelog entries of folding the records of `commits` into `stored`, as one merge whose
+    arrival order is commit then offset (the fold is sequential, so this equals commit by commit)."""
+    spark, spec = storage.spark, storage.spec
+    names = columns(spec.column_names)
+    records = spark.sql(
+        f"SELECT {names}, _row_kind, _segment, row_number() OVER (ORDER BY _segment, _position) AS _offset "
+        f"FROM (SELECT {names}, _row_kind, _commit AS _segment, _offset AS _position FROM {{log}} "
+        f"WHERE _commit BETWEEN {min(commits)} AND {max(commits)} "
+        f"AND _origin = {string_literal(Origin.FRAGMENT)})",
+        log=storage.log_frame(),
+    )
+    batch = PreparedBatch(records, MergeContext(spec))
+    entries = merge_batch(spark, batch, stored, segmented=True)
+    # One merge: its entries belong to the last commit folded, as the log will record them.
+    return spark.sql(f"SELECT *, CAST({max(commits)} AS BIGINT) AS _commit FROM {{e}}", e=entries)

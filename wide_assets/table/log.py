@@ -1,0 +1,218 @@
+"""The commit log: what each row of `<table>_changelog` is, its marker rows, and a Spark-free reader.
+
+Per commit the log holds the merged changelog entries, the input records (`input` producer) or the
+records as written (lookup-free writers), and one marker row whose JSON describes the commit. Sensors
+and health checks read the markers through delta-rs, so nothing here starts Spark.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from enum import StrEnum
+from typing import NamedTuple, Self
+
+CHANGELOG_SUFFIX = "_changelog"
+
+
+class Origin(StrEnum):
+    """What a row of the commit log is (its `_origin` column)."""
+
+    MERGED = "merged"  # a changelog entry of the merge; together they hold each key's final image
+    INPUT = "input"  # a record as written, for the `input` changelog producer
+    FRAGMENT = "fragment"  # a record of a lookup-free write, folded in at compaction
+    COMPACTED = "compacted"  # a changelog entry produced at compaction (lookup/full-compaction)
+    COMMIT = "commit"  # the marker of a commit (`CommitInfo`)
+    COMPACTION = "compaction"  # the marker of a compaction (`CompactionInfo`)
+    RESOLUTION = "resolution"  # the marker of a compaction's resolved images (`Resolution`)
+
+
+MARKERS = (Origin.COMMIT, Origin.COMPACTION, Origin.RESOLUTION)
+
+
+def changelog_path(table_path: str) -> str:
+    return table_path.rstrip("/") + CHANGELOG_SUFFIX
+
+
+class Txn(NamedTuple):
+    """A writer's idempotency key: a write whose (app_id, offset) was already committed is skipped.
+
+    `offset` is the writer's position in its own input (a source's last offset), not a table version.
+    `after`, when given, is the offset of `app_id` the writer read its input after (0: from the
+    start). If another writer committed a different offset of `app_id` in between, the write fails
+    with `ConcurrentWriteError` instead of applying input that overlaps what that writer applied."""
+
+    app_id: str
+    offset: int
+    after: int | None = None
+
+
+class JsonMarker:
+    """A marker row's `_commit_info`: a flat dataclass as JSON."""
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)  # type: ignore[call-overload]
+
+    @classmethod
+    def from_json(cls, text: str) -> Self:
+        return cls(**json.loads(text))
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """The marker row of one commit in the log."""
+
+    commit: int
+    base_version: int
+    txn: Txn | None
+    written_at: str
+    input_records: int
+    target_columns: tuple[str, ...] | None
+    next_auto_increment: int | None = None
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data["txn"] = list(self.txn) if self.txn else None
+        return json.dumps(data, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> CommitInfo:
+        data = json.loads(text)
+        txn = Txn(*data["txn"]) if data.get("txn") else None
+        targets = tuple(data["target_columns"]) if data.get("target_columns") else None
+        return cls(
+            commit=data["commit"],
+            base_version=data["base_version"],
+            txn=txn,
+            written_at=data["written_at"],
+            input_records=data["input_records"],
+            target_columns=targets,
+            next_auto_increment=data.get("next_auto_increment"),
+        )
+
+
+@dataclass(frozen=True)
+class CompactionInfo(JsonMarker):
+    """The marker row of one compaction: the table holds every commit up to `through`."""
+
+    through: int
+    commits: int
+    applied_rows: int
+    version_before: int
+    version_after: int
+    written_at: str
+
+
+@dataclass(frozen=True)
+class Resolution(JsonMarker):
+    """The first step of compacting fragments (lookup-free writes): the commits up to `through`, folded
+    into the table as it was at `version_before`, are logged as absolute images. Applying those is
+    idempotent, so a compaction cut short after this step is finished from them, never refolded."""
+
+    through: int
+    commits: int
+    version_before: int
+
+
+@dataclass(frozen=True)
+class Markers:
+    """Every marker of the log, each kind oldest first."""
+
+    commits: list[CommitInfo]
+    compactions: list[CompactionInfo]
+    resolutions: list[Resolution]
+
+    @property
+    def last_commit(self) -> int:
+        """The number of the last commit (0 before the first)."""
+        return self.commits[-1].commit if self.commits else 0
+
+    @property
+    def compacted_through(self) -> int:
+        """The last commit a finished compaction folded into the table (0 before the first)."""
+        return self.compactions[-1].through if self.compactions else 0
+
+    @property
+    def unfinished_resolution(self) -> Resolution | None:
+        """The resolution of a compaction cut short before its marker, if any."""
+        last = self.resolutions[-1] if self.resolutions else None
+        return last if last is not None and last.through > self.compacted_through else None
+
+    @property
+    def next_auto_increment(self) -> int:
+        """The first id no commit has assigned yet."""
+        return next((c.next_auto_increment for c in reversed(self.commits) if c.next_auto_increment), 1)
+
+
+class CommitLog:
+    """The commit log of the wide table at `table_path`, read through delta-rs (no Spark job)."""
+
+    def __init__(self, table_path: str) -> None:
+        self.table_path = table_path
+        self.path = changelog_path(table_path)
+
+    def table_version(self) -> int:
+        """The wide table's current Delta version."""
+        from deltalake import DeltaTable
+
+        return DeltaTable(self.table_path).version()
+
+    def version(self) -> int:
+        """The log's current Delta version."""
+        from deltalake import DeltaTable
+
+        return DeltaTable(self.path).version()
+
+    def markers(self) -> Markers:
+        from deltalake import DeltaTable
+
+        rows = DeltaTable(self.path).to_pyarrow_table(
+            columns=["_origin", "_commit_info"],
+            filters=[("_origin", "in", [str(m) for m in MARKERS])],
+        )
+        commits, compactions, resolutions = [], [], []
+        for origin, text in zip(
+            rows.column("_origin").to_pylist(), rows.column("_commit_info").to_pylist(), strict=True
+        ):
+            if origin == Origin.COMMIT:
+                commits.append(CommitInfo.from_json(text))
+            elif origin == Origin.COMPACTION:
+                compactions.append(CompactionInfo.from_json(text))
+            else:
+                resolutions.append(Resolution.from_json(text))
+        return Markers(
+            sorted(commits, key=lambda c: c.commit),
+            sorted(compactions, key=lambda c: c.through),
+            sorted(resolutions, key=lambda r: r.through),
+        )
+
+    def pending(self, markers: Markers, write_only: bool) -> list[int]:
+        """Commits logged but not in the Delta table yet: a write-only table's uncompacted fragments, or
+        a copy-on-write commit whose MERGE a crash cut short."""
+        if not markers.commits:
+            return []
+        if write_only:
+            through = markers.compacted_through
+            resolution = markers.unfinished_resolution
+            if resolution is not None and self._merged_since(resolution.version_before):
+                through = resolution.through  # a compaction cut short after its MERGE landed
+        else:
+            last = markers.commits[-1]
+            through = last.commit - 1 if self.table_version() == last.base_version else last.commit
+        return [c.commit for c in markers.commits if c.commit > through]
+
+    def _merged_since(self, version: int) -> bool:
+        """Whether a MERGE landed on the wide table after Delta version `version`."""
+        from deltalake import DeltaTable
+
+        table = DeltaTable(self.table_path)
+        since = table.version() - version
+        history = table.history(since) if since > 0 else []
+        return any(entry.get("operation") == "MERGE" for entry in history)
+
+
+def now() -> str:
+    """A marker's `written_at`: UTC, to the second."""
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat(timespec="seconds")

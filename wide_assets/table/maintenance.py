@@ -1,0 +1,101 @@
+"""Keeping a wide table healthy: small-file compaction, vacuum, verification, rebuild from the log, and
+new columns for a new source."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from wide_assets.errors import InvalidOptionError, TableStateError, first_line
+from wide_assets.schema import Column
+from wide_assets.spec import TableSpec
+from wide_assets.sql import RowKind, kind_in, quote
+from wide_assets.table.images import commit_images
+from wide_assets.table.storage import Storage
+
+
+def optimize(storage: Storage, z_order: Sequence[str] | None = None) -> dict[str, Any]:
+    """Small-file compaction (delta-rs OPTIMIZE, optionally Z-ordered) of the table and its log."""
+    from deltalake import DeltaTable
+
+    table = DeltaTable(storage.path)
+    metrics = table.optimize.z_order(list(z_order)) if z_order else table.optimize.compact()
+    DeltaTable(storage.changelog_path).optimize.compact()
+    return metrics
+
+
+def vacuum(storage: Storage, retention_hours: int | None = None, dry_run: bool = False) -> list[str]:
+    """Delete files no version within the retention needs (delta-rs VACUUM). The retention can never
+    go below the table's `delta.deletedFileRetentionDuration` (7 days unless set), so readers of
+    recent versions and time travel keep working."""
+    from deltalake import DeltaTable
+
+    removed = []
+    for path in (storage.path, storage.changelog_path):
+        removed += DeltaTable(path).vacuum(
+            retention_hours=retention_hours, dry_run=dry_run, enforce_retention_duration=True
+        )
+    return removed
+
+
+def verify(storage: Storage) -> None:
+    """Check that the table and its log are readable: every Delta log entry parses, every data file
+    they reference exists with its recorded size and a valid Parquet footer. Raises TableStateError
+    naming the damage and the way out (see the README's recovery section)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from deltalake import DeltaTable
+
+    for path in (storage.path, storage.changelog_path):
+        try:
+            actions = pa.table(DeltaTable(path).get_add_actions(flatten=True)).to_pylist()
+        except Exception as error:
+            raise TableStateError(
+                f"The Delta log of {path} cannot be read ({first_line(error)}); restore the damaged "
+                "_delta_log entry from a backup."
+            ) from error
+        for action in actions:
+            file = os.path.join(path, action["path"])
+            problem = None
+            if not os.path.exists(file):
+                problem = "is missing"
+            elif os.path.getsize(file) != action["size_bytes"]:
+                problem = f"has {os.path.getsize(file)} bytes, the log recorded {action['size_bytes']}"
+            else:
+                try:
+                    pq.read_metadata(file)
+                except Exception as error:
+                    problem = f"is not valid Parquet ({first_line(error)})"
+            if problem:
+                fix = "WideTable.rebuild()" if path == storage.path else "restore it from a backup"
+                raise TableStateError(f"Data file {file} of {path} {problem}; recover with {fix}.")
+
+
+def rebuild(storage: Storage) -> int:
+    """Rewrite the wide table from its commit log (every commit's final images), as a new Delta
+    version: the way back from a lost or corrupted data file of the table. Returns the row count."""
+    commits = storage.log.markers().commits
+    if not commits:
+        return 0
+    # From empty: every commit's images again (fragments are folded from no rows at all).
+    empty = storage.rows(version=storage.version).limit(0)
+    images = commit_images(storage, [c.commit for c in commits], empty)
+    kept = images.where(f"NOT {kind_in('_row_kind', [RowKind.DELETE])}")
+    storage.overwrite(kept.select(*[quote(c) for c in storage.spec.column_names]))
+    return storage.spark.read.format("delta").load(storage.path).count()
+
+
+def with_columns(
+    spec: TableSpec, requested: Sequence[Column], options: dict[str, Any] | None
+) -> tuple[TableSpec, list[Column]]:
+    """The definition with `requested` columns and `options` added, and the columns not there yet.
+    Added columns must be nullable and the dialect and engine stay as they are."""
+    added = [c for c in requested if c not in spec.columns]
+    not_nullable = [c.name for c in added if not c.nullable]
+    if not_nullable:
+        raise InvalidOptionError(f"Columns added to an existing table must be nullable: {not_nullable}.")
+    extended = TableSpec.build([*spec.columns, *added], spec.primary_key, {**spec.options, **(options or {})})
+    if extended.merge.dialect != spec.merge.dialect or extended.merge.engine != spec.merge.engine:
+        raise InvalidOptionError("Adding columns cannot change the table's dialect or merge engine.")
+    return extended, added

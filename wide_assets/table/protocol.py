@@ -1,0 +1,158 @@
+"""The commit protocol of a write: recover, decide by transaction id, merge, log, apply (exactly once).
+
+Under the table's lock (held by the caller): (1) finish what a crash cut short; (2) skip the write if
+its transaction id was already committed, or refuse it if its input went stale; (3) merge the batch
+against the rows stored now; (4) append the commit to the log in one atomic Delta commit; (5) apply it
+to the wide table with a MERGE of the images read back from the log. Step 5 is idempotent, so a crash
+anywhere leaves either nothing or a commit that the next write (or `recover`) finishes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from pyspark.sql import DataFrame
+
+from wide_assets import faults
+from wide_assets.batch import assign_auto_increment, merge_batch, prepare_batch
+from wide_assets.changelog import collapsed_transitions, input_changelog, transition_counts
+from wide_assets.errors import ConcurrentWriteError, merge_errors
+from wide_assets.merge import engine_for
+from wide_assets.table.images import commit_images
+from wide_assets.table.log import CommitInfo, Origin, Txn, now
+from wide_assets.table.reads import Reader
+from wide_assets.table.recovery import recover
+from wide_assets.table.storage import Storage
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What one `write` committed (or found already committed)."""
+
+    commit: int
+    version: int  # the wide table's Delta version after the write
+    changelog_version: int
+    inserted: int
+    updated: int
+    deleted: int
+    unchanged: int
+    input_records: int
+    changelog_rows: int
+    skipped: bool = False
+    recovered: bool = False
+    # Lookup-free write-only commits are folded in at compaction: until then the counts are 0.
+    resolved_at_compaction: bool = False
+
+    def as_metadata(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def committed_by(commits: Sequence[CommitInfo], txn: Txn) -> CommitInfo | None:
+    """The commit that already applied `txn` (or a later offset of its app), if any: the write is
+    skipped. Raises ConcurrentWriteError when the writer's input went stale (`txn.after` is not the
+    app's last committed offset): another writer applied input this write would overlap."""
+    mine = [c for c in commits if c.txn is not None and c.txn.app_id == txn.app_id]
+    done = [c for c in mine if c.txn is not None and c.txn.offset >= txn.offset]
+    if done:
+        return done[-1]
+    if txn.after is not None:
+        last = max((c.txn.offset for c in mine if c.txn is not None), default=0)
+        if last != txn.after:
+            raise ConcurrentWriteError(
+                f"{txn.app_id}: this write read its input after version {txn.after}, but version "
+                f"{last} is committed now; read the input again and retry."
+            )
+    return None
+
+
+def full_compaction_due(commit: int, every: int) -> bool:
+    """Whether commit number `commit` closes a window of `full-compaction.delta-commits` commits."""
+    return commit % every == 0
+
+
+def write(
+    storage: Storage,
+    changes: DataFrame,
+    target_columns: Sequence[str] | None,
+    txn: Txn | None,
+) -> WriteResult:
+    """Merge `changes` into the table and its changelog as one commit (see the module docstring)."""
+    spark, spec = storage.spark, storage.spec
+    merge = spec.merge
+    # Recovery adds no commit marker, so one read of the markers serves both.
+    markers = storage.log.markers()
+    recovered = recover(storage, markers)
+    if txn is not None:
+        done = committed_by(markers.commits, txn)
+        if done is not None:
+            return result(storage, done, skipped=True, recovered=recovered)
+    batch = prepare_batch(spark, spec, changes, target_columns)
+    base_version = storage.version
+    info = CommitInfo(
+        commit=markers.last_commit + 1,
+        base_version=base_version,
+        txn=txn,
+        written_at=now(),
+        input_records=0,
+        target_columns=batch.context.target_columns,
+    )
+    if merge.lookup_free_writes:
+        # Their fold into the stored rows waits for compaction. Of these engines' checks only a
+        # guard can fail (on the records alone): run the merge to check it, before the commit.
+        if engine_for(merge).guard(batch.context) is not None:
+            with merge_errors():
+                merge_batch(spark, batch, storage.rows(version=base_version).limit(0)).count()
+        parts = [storage.log_rows(batch.frame, info.commit, Origin.FRAGMENT)]
+    else:
+        stored = Reader(storage).read()
+        if merge.auto_increment is not None:
+            batch, next_id = assign_auto_increment(spark, batch, stored, markers.next_auto_increment)
+            info = replace(info, next_auto_increment=next_id)
+        entries = merge_batch(spark, batch, stored)
+        parts = [storage.log_rows(entries, info.commit, Origin.MERGED)]
+    if merge.changelog_producer == "input":
+        parts.append(storage.log_rows(input_changelog(spark, batch), info.commit, Origin.INPUT))
+    every = merge.full_compaction_delta_commits
+    if merge.changelog_at_compaction and not merge.write_only and full_compaction_due(info.commit, every):
+        # Full compaction every N commits: their changes collapse into one changelog, committed
+        # atomically with this commit.
+        window = parts[0]
+        if every > 1:
+            earlier = list(range(info.commit - every + 1, info.commit))
+            window = storage.log_entries(earlier, Origin.MERGED).unionByName(window)
+        transitions = collapsed_transitions(spark, spec, window)
+        parts.append(storage.log_rows(transitions, info.commit, Origin.COMPACTED))
+    assert batch.records is not None, "prepare_batch counts the records"
+    info = replace(info, input_records=batch.records)
+    faults.checkpoint("before-changelog-commit")
+    storage.append_log(parts, info.commit, Origin.COMMIT, info.to_json())
+    faults.checkpoint("after-changelog-commit")
+    if not merge.write_only:
+        storage.merge_images(commit_images(storage, [info.commit]))
+    faults.checkpoint("after-table-commit")
+    # `info` is exactly the marker just committed: no need to read the log back.
+    return result(storage, info, recovered=recovered)
+
+
+def result(storage: Storage, info: CommitInfo, skipped: bool = False, recovered: bool = False) -> WriteResult:
+    """The WriteResult of the commit `info`, counted from its merged entries in the log."""
+    lookup_free = storage.spec.merge.lookup_free_writes
+    counts = dict.fromkeys(("inserted", "updated", "unchanged", "deleted", "changelog_rows"), 0)
+    if not lookup_free:  # a lookup-free commit has no merged entries until its compaction
+        entries = storage.log_entries([info.commit], Origin.MERGED)
+        counts = {
+            **transition_counts(storage.spark, storage.spec, entries),
+            "changelog_rows": entries.count(),
+        }
+    return WriteResult(
+        commit=info.commit,
+        version=storage.version,
+        changelog_version=storage.log.version(),
+        input_records=info.input_records,
+        skipped=skipped,
+        recovered=recovered,
+        resolved_at_compaction=lookup_free,
+        **counts,
+    )

@@ -1,0 +1,130 @@
+"""Reading a wide table: the union read (stored rows plus pending commits), time travel, lookups, the
+changelog and its sink encodings, and the diff between two versions."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyspark.sql import DataFrame
+
+from wide_assets.changelog import apply_images, without_ignored_updates
+from wide_assets.errors import InvalidInputError, InvalidOptionError
+from wide_assets.spec import BUCKET_COLUMN
+from wide_assets.sql import columns, key_join, quote, string_literal, value_literal
+from wide_assets.table.images import commit_images
+from wide_assets.table.log import Origin
+from wide_assets.table.storage import Storage
+
+if TYPE_CHECKING:
+    from wide_assets.export import Encoding
+
+LOOKUP_PRUNING_KEYS = 1000  # up to this many lookup keys become IN filters the Delta scan can prune with
+
+
+class Reader:
+    """Everything that reads the table at `storage`; nothing here writes."""
+
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
+
+    def read(
+        self, version: int | None = None, timestamp: str | None = None, where: str = "true"
+    ) -> DataFrame:
+        """The merged rows, exactly the table's columns; optionally as of a Delta version or timestamp
+        (the table as stored then), and with `where` applied to the stored rows first."""
+        storage = self.storage
+        base = storage.rows(version, timestamp, where)
+        if version is not None or timestamp is not None:
+            return base
+        pending = storage.log.pending(storage.log.markers(), storage.spec.merge.write_only)
+        if not pending:
+            return base
+        # Union read: the Delta table plus the logged commits it does not hold yet.
+        return apply_images(storage.spark, storage.spec, base, commit_images(storage, pending, base))
+
+    def changelog(self, start_commit: int | None = None, end_commit: int | None = None) -> DataFrame:
+        """`_row_kind`, the table's columns, `_commit`, `_offset` of the commits in [start, end]."""
+        storage = self.storage
+        merge = storage.spec.merge
+        if merge.dialect == "paimon" and merge.changelog_producer == "none":
+            raise InvalidOptionError(
+                f"Table {storage.path} has changelog-producer 'none'; create it with 'changelog-producer' = "
+                "'input', 'lookup' or 'full-compaction' to read a changelog."
+            )
+        origin = Origin.MERGED
+        if merge.changelog_producer == "input":
+            origin = Origin.INPUT
+        if merge.changelog_at_compaction:
+            origin = Origin.COMPACTED
+        conditions = [f"_origin = {string_literal(origin)}"]
+        if start_commit is not None:
+            conditions.append(f"_commit >= {int(start_commit)}")
+        if end_commit is not None:
+            conditions.append(f"_commit <= {int(end_commit)}")
+        entries = storage.spark.sql(
+            f"SELECT _row_kind, {columns(storage.spec.column_names)}, _commit, _offset FROM {{log}} "
+            f"WHERE {' AND '.join(conditions)}",
+            log=storage.spark.read.format("delta").load(storage.changelog_path),
+        )
+        if merge.row_deduplicate and merge.row_deduplicate_ignore_fields and origin == Origin.MERGED:
+            entries = without_ignored_updates(storage.spark, storage.spec, entries)
+        return entries
+
+    def export(
+        self, encoding: Encoding, start_commit: int | None = None, end_commit: int | None = None
+    ) -> DataFrame:
+        """The changelog of commits [start, end] in a sink encoding; see `wide_assets.export`."""
+        from wide_assets.export import ENCODINGS
+
+        storage = self.storage
+        return ENCODINGS[encoding](storage.spark, storage.spec, self.changelog(start_commit, end_commit))
+
+    def diff(self, from_version: int, to_version: int | None = None) -> DataFrame:
+        """The changelog (+I, -U/+U, -D; changed rows only) from one Delta version to another (default now)."""
+        from wide_assets.export import snapshot_diff
+
+        return snapshot_diff(
+            self.storage.spark,
+            self.storage.spec,
+            self.read(version=from_version),
+            self.read(version=to_version),
+        )
+
+    def lookup(self, keys: DataFrame) -> DataFrame:
+        """The rows of the given primary keys (a DataFrame of the key columns); absent keys give no row."""
+        return self._rows_matching(keys, self.storage.spec.primary_key)
+
+    def prefix_lookup(self, prefixes: DataFrame) -> DataFrame:
+        """The rows whose leading key columns equal one of `prefixes` (a prefix of the primary key)."""
+        key = self.storage.spec.primary_key
+        given = tuple(prefixes.columns)
+        if not given or given != key[: len(given)]:
+            raise InvalidInputError(
+                f"A prefix lookup takes leading primary key columns {list(key)}, got {list(given)}."
+            )
+        return self._rows_matching(prefixes, given)
+
+    def _rows_matching(self, keys: DataFrame, key: tuple[str, ...]) -> DataFrame:
+        storage = self.storage
+        if set(keys.columns) != set(key):
+            raise InvalidInputError(
+                f"Lookup keys must have exactly the columns {list(key)}, got {keys.columns}."
+            )
+        bucketing = storage.spec.bucketing
+        if bucketing is not None and set(bucketing.key) <= set(key):
+            # Partition pruning: only the buckets the keys hash to are read.
+            rows = self.read(where=f"{BUCKET_COLUMN} IN ({storage.buckets_of(keys)})")
+        else:
+            rows = self.read()
+        wanted = keys.distinct().limit(LOOKUP_PRUNING_KEYS + 1).collect()
+        if len(wanted) <= LOOKUP_PRUNING_KEYS:
+            # Literal IN lists reach the Delta scan, whose per-file min/max statistics skip files.
+            literals = {c: sorted({value_literal(r[c]) for r in wanted if r[c] is not None}) for c in key}
+            if any(not values for values in literals.values()):
+                return rows.limit(0)
+            rows = rows.where(" AND ".join(f"{quote(c)} IN ({', '.join(v)})" for c, v in literals.items()))
+        return storage.spark.sql(
+            f"SELECT t.* FROM {{rows}} t LEFT SEMI JOIN {{keys}} k ON {key_join(key, 't', 'k')}",
+            rows=rows,
+            keys=keys,
+        )

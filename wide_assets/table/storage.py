@@ -1,0 +1,242 @@
+"""The Delta tables behind a wide table: creating and opening them, reading rows, appending to the
+commit log, and the MERGE that applies final images to the table."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from wide_assets.errors import InvalidOptionError, TableStateError, merge_errors
+from wide_assets.schema import Column
+from wide_assets.spec import BUCKET_COLUMN, TableSpec
+from wide_assets.sql import RowKind, columns, key_join, kind_in, quote, string_literal
+from wide_assets.table.log import CHANGELOG_SUFFIX, CommitLog, Origin
+
+SPEC_PROPERTY = "wide_assets.spec"
+URL_UNSAFE = " %#?"
+IS_DELETE = kind_in("s._row_kind", [RowKind.DELETE])
+
+
+def check_path(path: str) -> None:
+    """Refuse a path Sail cannot address."""
+    unsafe = sorted(set(URL_UNSAFE) & set(path))
+    if unsafe:
+        # Sail 0.7.2 URL-decodes local paths: it looks for such a table elsewhere, finds no commit
+        # and reports an empty location (seen with a space), so refuse the path up front.
+        raise InvalidOptionError(f"A table path must not contain any of {unsafe}: {path!r}.")
+
+
+def stored_spec(path: str) -> TableSpec:
+    """The definition persisted with the wide table at `path` (read through delta-rs)."""
+    from deltalake import DeltaTable
+
+    if not DeltaTable.is_deltatable(path):
+        raise TableStateError(f"No Delta table at {path}.")
+    configuration = DeltaTable(path).metadata().configuration
+    if SPEC_PROPERTY not in configuration:
+        raise TableStateError(
+            f"The Delta table at {path} is not a wide table (no '{SPEC_PROPERTY}' property)."
+        )
+    return TableSpec.from_json(configuration[SPEC_PROPERTY])
+
+
+class Storage:
+    """The wide table at `path` and its commit log, as Delta tables read and written through `spark`."""
+
+    def __init__(self, spark: SparkSession | None, path: str, spec: TableSpec) -> None:
+        self._spark = spark
+        self.path = path
+        self.spec = spec
+        self.log = CommitLog(path)
+
+    @property
+    def spark(self) -> SparkSession:
+        if self._spark is None:
+            raise TableStateError(
+                f"{self.path} was opened without a Spark session: only its metadata can be read."
+            )
+        return self._spark
+
+    @property
+    def changelog_path(self) -> str:
+        return self.log.path
+
+    # ----------------------------------------------------------------------------- definition
+    def create(self) -> None:
+        """Create the log, then the table, then record its definition: a creation cut short anywhere is
+        finished by creating again."""
+        import pyarrow as pa
+        from deltalake import DeltaTable
+
+        schema = self._arrow_schema(self.spec.columns, key=self.spec.primary_key)
+        if not DeltaTable.is_deltatable(self.changelog_path):
+            name = f"{Path(self.path).name}{CHANGELOG_SUFFIX}"
+            DeltaTable.create(self.changelog_path, schema=_log_schema(schema), name=name)
+        if not DeltaTable.is_deltatable(self.path):
+            partition_by = None
+            if self.spec.bucketing is not None:
+                schema = schema.append(pa.field(BUCKET_COLUMN, pa.int32(), nullable=False))
+                partition_by = [BUCKET_COLUMN]
+            configuration = {"delta.enableDeletionVectors": "true"} if self.spec.deletion_vectors else None
+            DeltaTable.create(
+                self.path,
+                schema=schema,
+                name=Path(self.path).name,
+                partition_by=partition_by,
+                configuration=configuration,
+            )
+        elif DeltaTable(self.path).version() != 0:
+            raise TableStateError(f"The Delta table at {self.path} holds data but is not a wide table.")
+        self.record_spec(self.spec)
+
+    def record_spec(self, spec: TableSpec) -> None:
+        """Persist `spec` as the table's definition (delta-rs only takes custom properties through ALTER)."""
+        from deltalake import DeltaTable
+
+        DeltaTable(self.path).alter.set_table_properties(
+            {SPEC_PROPERTY: spec.to_json()}, raise_if_not_exists=False
+        )
+        self.spec = spec
+
+    def add_columns(self, added: list[Column]) -> None:
+        """Add nullable columns to the log first, the table second: until the definition names them,
+        readers ignore them, and a repeated call adds only what is still missing."""
+        from deltalake import DeltaTable, Schema
+
+        fields = Schema.from_arrow(self._arrow_schema(added)).fields
+        for path in (self.changelog_path, self.path):
+            table = DeltaTable(path)
+            existing = set(table.schema().to_arrow().names)
+            missing = [f for f in fields if f.name not in existing]
+            if missing:
+                table.alter.add_columns(missing)
+
+    def _arrow_schema(self, of: list[Column] | tuple[Column, ...], key: tuple[str, ...] = ()) -> Any:
+        """The Arrow schema of `of` as Spark types it (key columns NOT NULL)."""
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        ddl = ", ".join(c.ddl if c.name not in key else f"{quote(c.name)} {c.type} NOT NULL" for c in of)
+        return to_arrow_schema(self.spark.createDataFrame([], ddl).schema)
+
+    # ----------------------------------------------------------------------------- rows
+    @property
+    def version(self) -> int:
+        """The wide table's current Delta version."""
+        return self.log.table_version()
+
+    def rows(
+        self, version: int | None = None, timestamp: str | None = None, where: str = "true"
+    ) -> DataFrame:
+        """The stored rows (exactly the table's columns), optionally as of a version or timestamp and
+        filtered by `where` first (it may name the bucket column)."""
+        reader = self.spark.read.format("delta")
+        if version is not None:
+            reader = reader.option("versionAsOf", version)
+        if timestamp is not None:
+            reader = reader.option("timestampAsOf", timestamp)
+        return reader.load(self.path).where(where).select(*[quote(c) for c in self.spec.column_names])
+
+    def buckets_of(self, keys: DataFrame) -> str:
+        """The buckets `keys` (a frame with the bucket key columns) hash to, as a SQL list."""
+        assert self.spec.bucketing is not None
+        hit = self.spark.sql(
+            f"SELECT DISTINCT {self.spec.bucketing.expression()} AS b FROM {{keys}}", keys=keys
+        ).collect()
+        return ", ".join(str(r.b) for r in hit) or "NULL"
+
+    def merge_images(self, images: DataFrame) -> int:
+        """MERGE final images into the Delta table; returns how many rows it upserts or deletes."""
+        spec = self.spec
+        count = images.count()
+        if count == 0:
+            return 0
+        on = key_join(spec.primary_key, "t", "s")
+        assignments = ", ".join(f"t.{quote(c)} = s.{quote(c)}" for c in spec.value_columns)
+        update = f"WHEN MATCHED THEN UPDATE SET {assignments} " if assignments else ""
+        names = columns(spec.column_names)
+        values = columns(spec.column_names, "s.")
+        if spec.bucketing is not None:
+            # The literal bucket list prunes the target's partitions: only buckets the images hit are
+            # scanned and rewritten.
+            on = f"t.{BUCKET_COLUMN} IN ({self.buckets_of(images)}) AND t.{BUCKET_COLUMN} = s.{BUCKET_COLUMN} AND {on}"
+            names += f", {BUCKET_COLUMN}"
+            values += f", s.{BUCKET_COLUMN}"
+            images = self.spark.sql(
+                f"SELECT *, {spec.bucketing.expression()} AS {BUCKET_COLUMN} FROM {{images}}", images=images
+            )
+        view = f"wide_assets_apply_{os.getpid()}_{id(self)}"
+        images.createOrReplaceTempView(view)
+        try:
+            self.spark.sql(
+                f"MERGE INTO delta.`{self.path}` t USING {view} s ON {on} "
+                f"WHEN MATCHED AND {IS_DELETE} THEN DELETE "
+                f"{update}"
+                f"WHEN NOT MATCHED AND NOT {IS_DELETE} THEN INSERT ({names}) VALUES ({values})"
+            ).collect()
+        finally:
+            self.spark.catalog.dropTempView(view)
+        return count
+
+    def overwrite(self, rows: DataFrame) -> None:
+        """Replace every stored row with `rows` (the table's columns) as one new Delta version."""
+        if self.spec.bucketing is not None:
+            rows = rows.selectExpr("*", f"{self.spec.bucketing.expression()} AS {BUCKET_COLUMN}")
+            rows.write.format("delta").mode("overwrite").partitionBy(BUCKET_COLUMN).save(self.path)
+        else:
+            rows.write.format("delta").mode("overwrite").save(self.path)
+
+    # ----------------------------------------------------------------------------- commit log
+    def log_frame(self) -> DataFrame:
+        """The commit log as it is now (pinned: later appends do not change what this frame reads)."""
+        return (
+            self.spark.read.format("delta")
+            .option("versionAsOf", self.log.version())
+            .load(self.changelog_path)
+        )
+
+    def log_entries(self, commits: list[int], origin: Origin) -> DataFrame:
+        """The log rows of `origin` of `commits` (a contiguous range), from the log as it is now."""
+        return self.spark.sql(
+            f"SELECT * FROM {{log}} WHERE _commit BETWEEN {min(commits)} AND {max(commits)} "
+            f"AND _origin = {string_literal(origin)}",
+            log=self.log_frame(),
+        )
+
+    def log_rows(self, entries: DataFrame, commit: int, origin: Origin) -> DataFrame:
+        """`entries` (row kind, the table's columns, offset) as rows of the log for `commit`."""
+        return self.spark.sql(
+            f"SELECT CAST({commit} AS BIGINT) AS _commit, _offset, _row_kind, {string_literal(origin)} AS _origin, "
+            f"{columns(self.spec.column_names)}, CAST(NULL AS STRING) AS _commit_info FROM {{entries}}",
+            entries=entries,
+        )
+
+    def append_log(self, parts: list[DataFrame], commit: int, origin: Origin, info_json: str) -> None:
+        """One atomic Delta commit: the entries plus their marker row (`origin` is a marker's)."""
+        nulls = ", ".join(f"CAST(NULL AS {c.type}) AS {quote(c.name)}" for c in self.spec.columns)
+        rows = self.spark.sql(
+            f"SELECT CAST({commit} AS BIGINT) AS _commit, CAST(-1 AS BIGINT) AS _offset, "
+            f"CAST(NULL AS STRING) AS _row_kind, {string_literal(origin)} AS _origin, {nulls}, "
+            f"{string_literal(info_json)} AS _commit_info"
+        )
+        for part in parts:
+            rows = rows.unionByName(part)
+        with merge_errors():
+            rows.write.format("delta").mode("append").save(self.changelog_path)
+
+
+def _log_schema(table_schema: Any) -> Any:
+    """The commit log's Arrow schema: log columns, every table column (nullable), the marker JSON."""
+    import pyarrow as pa
+
+    fields = [
+        pa.field("_commit", pa.int64(), nullable=False),
+        pa.field("_offset", pa.int64(), nullable=False),
+        pa.field("_row_kind", pa.string()),
+        pa.field("_origin", pa.string(), nullable=False),
+    ]
+    fields += [field.with_nullable(True) for field in table_schema]
+    fields.append(pa.field("_commit_info", pa.string()))
+    return pa.schema(fields)

@@ -1,0 +1,197 @@
+"""`WideTable`: the facade users hold; each call takes the table's lock where it writes and hands the
+work to the module that owns it (storage, protocol, reads, compaction, recovery, maintenance).
+
+Storage, for a table at `path`: `path` is a Delta table holding exactly the table's columns, its
+definition persisted in the Delta metadata; `path` + `_changelog` is a Delta table that is both the
+changelog users read and the table's commit log (see `wide_assets.table.log`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from wide_assets.errors import InvalidOptionError, TableStateError
+from wide_assets.locking import exclusive
+from wide_assets.schema import Column
+from wide_assets.spec import TableSpec
+from wide_assets.table import compaction, maintenance, protocol
+from wide_assets.table.log import CommitInfo, CompactionInfo, Txn
+from wide_assets.table.protocol import WriteResult
+from wide_assets.table.reads import Reader
+from wide_assets.table.recovery import recover
+from wide_assets.table.storage import Storage, check_path, stored_spec
+
+if TYPE_CHECKING:
+    from wide_assets.export import Encoding
+
+
+class WideTable:
+    """A wide table at `path`: create or open it, then write changes, read rows and its changelog."""
+
+    def __init__(self, spark: SparkSession | None, path: str, spec: TableSpec) -> None:
+        self.path = str(path)
+        check_path(self.path)
+        self.spark = spark
+        self._storage = Storage(spark, self.path, spec)
+        self._reader = Reader(self._storage)
+
+    @property
+    def spec(self) -> TableSpec:
+        return self._storage.spec
+
+    @property
+    def changelog_path(self) -> str:
+        return self._storage.changelog_path
+
+    # ----------------------------------------------------------------------------- lifecycle
+    @classmethod
+    def create(
+        cls,
+        spark: SparkSession,
+        path: str | os.PathLike[str],
+        columns: Sequence[tuple[str, str] | Column],
+        primary_key: Sequence[str],
+        options: dict[str, Any] | None = None,
+    ) -> WideTable:
+        """Create the table (idempotent when the same definition exists); invalid options fail here."""
+        spec = TableSpec.build(columns, primary_key, options)
+        table = cls(spark, str(path), spec)
+        try:
+            existing = stored_spec(table.path)
+        except TableStateError:
+            table._storage.create()
+            return table
+        if existing.to_json() != spec.to_json():
+            raise InvalidOptionError(
+                f"A wide table with a different definition already exists at {table.path}: {existing.to_json()}"
+            )
+        return cls.open(spark, table.path)
+
+    @classmethod
+    def open(cls, spark: SparkSession | None, path: str | os.PathLike[str]) -> WideTable:
+        """Open an existing table; its definition is read from the Delta metadata. Without a session
+        (`spark=None`) only the metadata methods work: commits, compactions, pending_commits, version."""
+        from deltalake import DeltaTable
+
+        table = cls(spark, str(path), stored_spec(str(path)))
+        if not DeltaTable.is_deltatable(table.changelog_path):
+            raise TableStateError(f"The changelog of {table.path} is missing at {table.changelog_path}.")
+        return table
+
+    # ----------------------------------------------------------------------------- reading
+    def read(self, version: int | None = None, timestamp: str | None = None) -> DataFrame:
+        """The merged rows, exactly the table's columns; optionally as of a Delta version or timestamp."""
+        return self._reader.read(version, timestamp)
+
+    def changelog(self, start_commit: int | None = None, end_commit: int | None = None) -> DataFrame:
+        """`_row_kind`, the table's columns, `_commit`, `_offset` of the commits in [start, end]."""
+        return self._reader.changelog(start_commit, end_commit)
+
+    def export(
+        self, encoding: Encoding, start_commit: int | None = None, end_commit: int | None = None
+    ) -> DataFrame:
+        """The changelog of commits [start, end] in a sink encoding; see `wide_assets.export`."""
+        return self._reader.export(encoding, start_commit, end_commit)
+
+    def diff(self, from_version: int, to_version: int | None = None) -> DataFrame:
+        """The changelog (+I, -U/+U, -D; changed rows only) from one Delta version to another (default now)."""
+        return self._reader.diff(from_version, to_version)
+
+    def lookup(self, keys: DataFrame) -> DataFrame:
+        """The rows of the given primary keys (a DataFrame of the key columns); absent keys give no row."""
+        return self._reader.lookup(keys)
+
+    def prefix_lookup(self, prefixes: DataFrame) -> DataFrame:
+        """The rows whose leading key columns equal one of `prefixes` (a prefix of the primary key)."""
+        return self._reader.prefix_lookup(prefixes)
+
+    # ----------------------------------------------------------------------------- metadata (no Spark)
+    @property
+    def version(self) -> int:
+        """The wide table's current Delta version."""
+        return self._storage.version
+
+    def commits(self) -> list[CommitInfo]:
+        """Every commit's marker, oldest first."""
+        return self._storage.log.markers().commits
+
+    def compactions(self) -> list[CompactionInfo]:
+        """Every compaction's marker, oldest first."""
+        return self._storage.log.markers().compactions
+
+    def pending_commits(self) -> list[int]:
+        """Commits logged but not in the Delta table yet: a write-only table's uncompacted fragments, or
+        a copy-on-write commit whose MERGE a crash cut short (it still shows in `read()`)."""
+        return self._storage.log.pending(self._storage.log.markers(), self.spec.merge.write_only)
+
+    @property
+    def last_commit(self) -> int:
+        """The number of the last committed write (0 before the first)."""
+        return self._storage.log.markers().last_commit
+
+    # ----------------------------------------------------------------------------- writing
+    def write(
+        self,
+        changes: DataFrame,
+        target_columns: Sequence[str] | None = None,
+        *,
+        txn: Txn | tuple[str, int] | tuple[str, int, int | None] | None = None,
+    ) -> WriteResult:
+        """Merge `changes` into the table and its changelog as one commit; see `wide_assets.table.protocol`."""
+        with self._locked():
+            return protocol.write(self._storage, changes, target_columns, Txn(*txn) if txn else None)
+
+    def recover(self) -> bool:
+        """Finish a commit whose MERGE did not land (after a crash); True if one was applied."""
+        with self._locked():
+            return recover(self._storage)
+
+    def compact(self) -> CompactionInfo | None:
+        """Fold every pending commit into the Delta table with one MERGE (the dedicated compaction job
+        of a write-only table); None when nothing is pending. Crash safe."""
+        with self._locked():
+            return compaction.compact(self._storage)
+
+    # ----------------------------------------------------------------------------- maintenance
+    def add_columns(
+        self, columns: Sequence[tuple[str, str] | Column], options: dict[str, Any] | None = None
+    ) -> WideTable:
+        """Add nullable columns (a new source) and options (e.g. its sequence group), keeping every row,
+        the changelog and time travel. Idempotent: a call cut short by a crash can simply be repeated."""
+        requested = [c if isinstance(c, Column) else Column.parse(c[0], c[1]) for c in columns]
+        spec, added = maintenance.with_columns(self.spec, requested, options)
+        with self._locked():
+            recover(self._storage)
+            if added:
+                self._storage.add_columns(added)
+            self._storage.record_spec(spec)
+        return self
+
+    def verify(self) -> None:
+        """Check that the table and its log are readable; raises TableStateError naming the damage."""
+        maintenance.verify(self._storage)
+
+    def rebuild(self) -> int:
+        """Rewrite the wide table from its commit log as a new Delta version; returns the row count."""
+        with self._locked():
+            return maintenance.rebuild(self._storage)
+
+    def optimize(self, z_order: Sequence[str] | None = None) -> dict[str, Any]:
+        """Small-file compaction (delta-rs OPTIMIZE, optionally Z-ordered) of the table and its log."""
+        with self._locked():
+            recover(self._storage)
+            return maintenance.optimize(self._storage, z_order)
+
+    def vacuum(self, retention_hours: int | None = None, dry_run: bool = False) -> list[str]:
+        """Delete files no version within the retention (never below Delta's, 7 days) needs."""
+        with self._locked():
+            return maintenance.vacuum(self._storage, retention_hours, dry_run)
+
+    def _locked(self) -> contextlib.AbstractContextManager[None]:
+        """One writer per table on this machine; remote stores rely on the orchestrator's pool."""
+        return exclusive(self.path)
