@@ -43,8 +43,12 @@ $(DAGSTER_HOME)/dagster.yaml:
 demo: $(VENV_STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(VENV)/bin/python -m demos
 
+# Test files are spread over TEST_WORKERS processes, a file's tests staying together (their module
+# fixtures build a deployment once); each worker starts its own engine session.
+TEST_WORKERS ?= 2
+
 test: $(VENV_STAMP) $(DAGSTER_HOME)/dagster.yaml
-	$(VENV)/bin/python -m pytest
+	$(VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 	$(VENV)/bin/dagster definitions validate -w workspace.yaml
 
 # The unit tier: no engine, no Delta table written by Spark; seconds.

@@ -1,1 +1,1 @@
-"""Demo wide tables, each one spec turned into Dagster definitions by the pipeline factories."""
+"""The deployment's own demo pipelines (not part of the installable library): one module per wide table."""

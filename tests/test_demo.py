@@ -21,15 +21,14 @@ from typing import Any
 import dagster as dg
 import pytest
 
+from demos import user_rec_wide
 from resources import LakeSettings, SparkEngine
-from wide_assets.demos import user_rec_wide
 from wide_assets.pipelines import LandingZone, SourceSpec, WideTableSpec, asset_key
 from wide_assets.pipelines.assets import lake_name
 from wide_assets.table import WideTable
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("WIDE_ASSETS_SHARED", ROOT.parent / "shared"))
-SEED = SHARED / "seeds" / "000_d8ef728abc754bfe.txt"
+SEED = Path(__file__).resolve().parent / "fixtures" / "seed_000_user_rec_wide.txt"
 QUERY = "Flink SQL> SELECT * FROM user_rec_wide;"
 SPEC = user_rec_wide.USER_REC_WIDE
 WIDE_KEY = asset_key(SPEC, SPEC.name)
@@ -202,7 +201,7 @@ def test_changelog_equals_seed_one_commit_per_source(built: Deployment, seed: Se
     commits = table.commits()
     assert [c.commit for c in commits] == [1, 2, 3]
     # Sources apply in spec order, each up to its last ingested offset (5 records per file).
-    assert [(c.txn.app_id, c.txn.version) for c in commits if c.txn] == [(s.name, 5) for s in SPEC.sources]
+    assert [(c.txn.app_id, c.txn.offset) for c in commits if c.txn] == [(s.name, 5) for s in SPEC.sources]
     changelog = _changelog(table)
     assert sorted(changelog) == [1, 2, 3]
     for commit, stage in zip(sorted(changelog), seed.stages, strict=True):
@@ -353,7 +352,7 @@ def test_demo_prints_the_table_and_exits_non_zero_on_a_failed_check(spark: Any, 
     env.pop("WIDE_ASSETS_ENV", None)
 
     def demo() -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-m", "wide_assets.demo"]
+        command = [sys.executable, "-m", "demos"]
         return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
 
     first = demo()

@@ -84,7 +84,7 @@ def clean_run(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[lis
 def test_clean_run_is_the_hand_computed_table(clean_run: tuple[list[Any], list[Any]]) -> None:
     rows, _ = clean_run
     # By hand from BATCHES: k1 10+3+100; k2 5 + (-5); k3 7 retracted by -U(7), and retracting the
-    # non-NULL name of last_non_null_value clears it (spec 1.6); k4 1+2 with the newer name kept.
+    # non-NULL name of last_non_null_value clears it (docs/semantics.md 1.6); k4 1+2 with the newer name kept.
     assert rows == [(1, "a3", 113, 3), (2, "b2", 0, 2), (3, None, 0, 1), (4, "d", 3, 2)]
 
 

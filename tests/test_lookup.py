@@ -32,7 +32,7 @@ def test_lookup_equals_a_join(
     spark: Any, table: WideTable, many: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if many:
-        monkeypatch.setattr("wide_assets.table.LOOKUP_PRUNING_KEYS", 1)
+        monkeypatch.setattr("wide_assets.table.reads.LOOKUP_PRUNING_KEYS", 1)
     keys = spark.createDataFrame(
         [("s1", 3), ("s4", 39), ("s9", 1), ("s1", 3), ("s2", None)], "shop string, user bigint"
     )

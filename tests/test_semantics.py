@@ -1,5 +1,5 @@
 """Merge and changelog rules beyond the public cases; each expectation is worked out by hand from the
-rule it names in `shared/reference/merge-semantics.md`."""
+rule it names in `docs/semantics.md`."""
 
 from __future__ import annotations
 

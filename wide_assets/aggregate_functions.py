@@ -11,13 +11,33 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from wide_assets.errors import InvalidOptionError
+from wide_assets.java_text import java_list, type_name
 from wide_assets.schema import Column, FieldFunction
-from wide_assets.sql import fail, string_literal
+from wide_assets.sql import Value, fail, string_literal
 
 INTEGRAL = ("tinyint", "smallint", "int", "bigint")
 NUMERIC = (*INTEGRAL, "float", "double", "decimal")
 COMPARABLE = (*NUMERIC, "string", "boolean", "binary", "date", "timestamp", "timestamp_ntz")
 INTEGRAL_BITS = {"tinyint": 8, "smallint": 16, "int": 32, "bigint": 64}
+# The Java type of an integral column, as Paimon's overflow messages name it.
+JAVA_INTEGRAL = {"tinyint": "byte", "smallint": "short", "int": "int", "bigint": "long"}
+# Fluss's DataTypeRoots per function (AggFunctionType.getSupportedDataTypeRoots), as its messages list them.
+FLUSS_NUMERIC_ROOTS = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "FLOAT", "DOUBLE", "DECIMAL")
+FLUSS_MAX_MIN_ROOTS = (
+    "CHAR",
+    "STRING",
+    "TINYINT",
+    "SMALLINT",
+    "INTEGER",
+    "BIGINT",
+    "FLOAT",
+    "DOUBLE",
+    "DECIMAL",
+    "DATE",
+    "TIME_WITHOUT_TIME_ZONE",
+    "TIMESTAMP_WITHOUT_TIME_ZONE",
+    "TIMESTAMP_WITH_LOCAL_TIME_ZONE",
+)
 
 
 @dataclass(frozen=True)
@@ -40,13 +60,25 @@ class Aggregator:
     name: str = ""
     types: tuple[str, ...] | None = None
     stateful = False
+    # Paimon's refusal of another column type ({column}, {type} filled in; the function's factory), and
+    # the type roots Fluss's refusal lists.
+    paimon_type_error = ""
+    fluss_roots: tuple[str, ...] = ()
 
-    def check_type(self, column: Column, name: str) -> None:
-        if self.types is not None and column.base_type not in self.types:
+    def check_type(self, column: Column, name: str, dialect: str) -> None:
+        """Refuse a column type the function cannot fold, as Paimon (when the merge function is built)
+        or Fluss (in the Flink DDL) does; `name` is the function name as configured."""
+        if self.types is None or column.base_type in self.types:
+            return
+        if dialect == "fluss":
             raise InvalidOptionError(
-                f"Aggregate function '{name}' does not support column {column.name} of type {column.type}; "
-                f"supported types: {list(self.types)}."
+                f"Invalid aggregation function configuration for column '{column.name}': "
+                f"Data type for {name} column must be part of {java_list(self.fluss_roots)} "
+                f"but was '{type_name(column, 'fluss')}'."
             )
+        raise InvalidOptionError(
+            self.paimon_type_error.format(column=column.name, type=type_name(column, "paimon"))
+        )
 
     def agg(self, x: Operands) -> str:
         raise NotImplementedError
@@ -88,12 +120,38 @@ def ignoring_nulls(x: Operands, combined: str) -> str:
 ARITHMETIC = {"add": "+", "subtract": "-", "multiply": "*"}
 
 
-def checked(x: Operands, operation: str, left: str, right: str) -> str:
-    """`left <operation> right` in the column type; integral/decimal overflow is an error (Paimon)."""
+def overflow(x: Operands, operation: str, left: str | None, right: str) -> str:
+    """The error an overflowing `left <operation> right` raises. Integral types get Paimon's message
+    (FieldSumAgg/FieldProductAgg: Java's `Math.*Exact` and their byte/short variants), with the
+    operands' values, e.g. `int overflow: 2147483647 + 1` or `byte overflow: 127 + 1 = 128`;
+    `left` None is a negation (`int overflow: --2147483648`). Paimon has no decimal overflow error,
+    so a decimal's is ours."""
+    symbol = ARITHMETIC[operation]
+    java = JAVA_INTEGRAL.get(x.column.base_type)
+    if java is None:
+        return fail(f"{operation} overflow in column {x.column.name} ({x.column.type})")
+    if left is None:
+        parts: list[str | Value] = [f"{java} overflow: -", Value(right)]
+        exact = f"-CAST({right} AS INT)"
+    else:
+        parts = [f"{java} overflow: ", Value(left), f" {symbol} ", Value(right)]
+        exact = f"CAST({left} AS INT) {symbol} CAST({right} AS INT)"
+    if java in ("byte", "short"):  # the result, computed as an int, is printed too
+        parts += [" = ", Value(exact)]
+    return fail(*parts)
+
+
+def checked(x: Operands, operation: str, left: str | None, right: str) -> str:
+    """`left <operation> right` (`0 - right` for `left` None) in the column type; integral/decimal
+    overflow is an error (Paimon)."""
+    lhs = "0" if left is None else left
     if x.column.base_type in ("float", "double"):
-        return f"CAST({left} {ARITHMETIC[operation]} {right} AS {x.column.type})"
-    message = fail(f"{operation} overflow in column {x.column.name} ({x.column.type})")
-    return f"coalesce(try_cast(try_{operation}({left}, {right}) AS {x.column.type}), {message})"
+        return f"CAST({lhs} {ARITHMETIC[operation]} {right} AS {x.column.type})"
+    message = overflow(x, operation, left, right)
+    if x.column.base_type in ("tinyint", "smallint"):
+        # Sail's try_* take no TINYINT/SMALLINT; in INT the result is exact and try_cast range-checks it.
+        lhs, right = f"CAST({lhs} AS INT)", f"CAST({right} AS INT)"
+    return f"coalesce(try_cast(try_{operation}({lhs}, {right}) AS {x.column.type}), {message})"
 
 
 def wrapped(x: Operands, operation: str) -> str:
@@ -109,13 +167,15 @@ def wrapped(x: Operands, operation: str) -> str:
 class Sum(Aggregator):
     name = "sum"
     types = NUMERIC
+    paimon_type_error = "Data type for sum column must be 'NumericType' but was '{type}'."
+    fluss_roots = FLUSS_NUMERIC_ROOTS
 
     def agg(self, x: Operands) -> str:
         return ignoring_nulls(x, checked(x, "add", x.acc, x.inp))
 
     def retract(self, x: Operands) -> str:
         return (
-            f"(CASE WHEN {x.inp} IS NULL THEN {x.acc} WHEN {x.acc} IS NULL THEN {checked(x, 'subtract', '0', x.inp)} "
+            f"(CASE WHEN {x.inp} IS NULL THEN {x.acc} WHEN {x.acc} IS NULL THEN {checked(x, 'subtract', None, x.inp)} "
             f"ELSE {checked(x, 'subtract', x.acc, x.inp)} END)"
         )
 
@@ -130,6 +190,8 @@ class WrappingSum(Sum):
 class Product(Aggregator):
     name = "product"
     types = NUMERIC
+    paimon_type_error = "Data type for product column must be 'NumericType' but was '{type}'."
+    fluss_roots = FLUSS_NUMERIC_ROOTS
 
     def agg(self, x: Operands) -> str:
         return ignoring_nulls(x, checked(x, "multiply", x.acc, x.inp))
@@ -147,6 +209,8 @@ class WrappingProduct(Product):
 class Max(Aggregator):
     name = "max"
     types = COMPARABLE
+    paimon_type_error = "Data type for max column '{column}' must be comparable but was '{type}'."
+    fluss_roots = FLUSS_MAX_MIN_ROOTS
 
     def agg(self, x: Operands) -> str:
         return ignoring_nulls(x, f"(CASE WHEN {x.inp} > {x.acc} THEN {x.inp} ELSE {x.acc} END)")
@@ -155,6 +219,8 @@ class Max(Aggregator):
 class Min(Aggregator):
     name = "min"
     types = COMPARABLE
+    paimon_type_error = "Data type for min column '{column}' must be comparable but was '{type}'."
+    fluss_roots = FLUSS_MAX_MIN_ROOTS
 
     def agg(self, x: Operands) -> str:
         return ignoring_nulls(x, f"(CASE WHEN {x.inp} < {x.acc} THEN {x.inp} ELSE {x.acc} END)")
@@ -206,30 +272,52 @@ class FirstNonNullValue(Aggregator):
         return f"coalesce({x.acc}, {x.inp})"
 
 
+# Java's `Character.isWhitespace`, which Paimon's `StringUtils.isBlank` tests every character with:
+# the space separators (Zs, Zl, Zp) except the no-break spaces U+00A0, U+2007 and U+202F, plus
+# U+0009-U+000D and U+001C-U+001F. No supplementary code point is whitespace.
+JAVA_WHITESPACE = (
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f "
+    "\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2008\u2009\u200a"
+    "\u2028\u2029\u205f\u3000"
+)
+# A regex class of every other character. `\uXXXX` means the same in Java's regex syntax (JVM Spark)
+# and Rust's (Sail), and has no braces, which `spark.sql(text, df=...)` would read as placeholders.
+NOT_JAVA_WHITESPACE = "[^" + "".join(f"\\u{ord(c):04X}" for c in JAVA_WHITESPACE) + "]"
+
+
+def blank(value: str) -> str:
+    """SQL: `value` is NULL or blank as Paimon's `StringUtils.isBlank` has it: empty, or made only of
+    Java whitespace."""
+    return f"({value} IS NULL OR NOT ({value} RLIKE {string_literal(NOT_JAVA_WHITESPACE)}))"
+
+
 class ListAgg(Aggregator):
-    """Paimon `listagg`: concatenation skipping NULL and blank strings, optional token `distinct`."""
+    """Paimon `listagg` (FieldListaggAgg): a NULL or blank input leaves the accumulator, a non-blank
+    input onto a NULL or blank accumulator replaces it verbatim, otherwise `acc + delimiter + input`.
+    With `distinct`, the input's tokens (split on the whole delimiter, or on a space when the
+    delimiter is empty) are appended except blank ones and ones already seen in the accumulator or
+    earlier in the input."""
 
     name = "listagg"
     types = ("string",)
+    paimon_type_error = "Data type for list agg column must be 'VarCharType' but was '{type}'."
 
     def agg(self, x: Operands) -> str:
         delimiter = string_literal(x.function.delimiter)
-        blank_inp = f"({x.inp} IS NULL OR trim({x.inp}) = '')"
-        blank_acc = f"({x.acc} IS NULL OR trim({x.acc}) = '')"
         if not x.function.distinct:
             appended = f"concat({x.acc}, {delimiter}, {x.inp})"
         else:
-            pattern = string_literal(literal_regex(x.function.delimiter))
+            pattern = string_literal(literal_regex(x.function.delimiter or " "))
             existing = f"split({x.acc}, {pattern})"
             new_tokens = (
                 f"array_distinct(filter(split({x.inp}, {pattern}), "
-                f"t -> trim(t) <> '' AND NOT array_contains({existing}, t)))"
+                f"t -> NOT {blank('t')} AND NOT array_contains({existing}, t)))"
             )
             appended = (
                 f"(CASE WHEN size({new_tokens}) = 0 THEN {x.acc} "
                 f"ELSE concat({x.acc}, {delimiter}, array_join({new_tokens}, {delimiter})) END)"
             )
-        return f"(CASE WHEN {blank_inp} THEN {x.acc} WHEN {blank_acc} THEN {x.inp} ELSE {appended} END)"
+        return f"(CASE WHEN {blank(x.inp)} THEN {x.acc} WHEN {blank(x.acc)} THEN {x.inp} ELSE {appended} END)"
 
 
 class FlussListAgg(Aggregator):
@@ -237,6 +325,7 @@ class FlussListAgg(Aggregator):
 
     name = "listagg"
     types = ("string",)
+    fluss_roots = ("STRING", "CHAR")
 
     def agg(self, x: Operands) -> str:
         delimiter = string_literal(x.function.delimiter)
@@ -246,6 +335,8 @@ class FlussListAgg(Aggregator):
 class BoolAnd(Aggregator):
     name = "bool_and"
     types = ("boolean",)
+    paimon_type_error = "Data type for bool and column must be 'BooleanType' but was '{type}'."
+    fluss_roots = ("BOOLEAN",)
 
     def agg(self, x: Operands) -> str:
         return ignoring_nulls(x, f"({x.acc} AND {x.inp})")
@@ -254,6 +345,8 @@ class BoolAnd(Aggregator):
 class BoolOr(Aggregator):
     name = "bool_or"
     types = ("boolean",)
+    paimon_type_error = "Data type for bool or column must be 'BooleanType' but was '{type}'."
+    fluss_roots = ("BOOLEAN",)
 
     def agg(self, x: Operands) -> str:
         return ignoring_nulls(x, f"({x.acc} OR {x.inp})")
@@ -265,6 +358,7 @@ class Collect(Aggregator):
 
     name = "collect"
     types = ("array",)
+    paimon_type_error = "Data type for collect column must be 'Array' but was '{type}'."
 
     def agg(self, x: Operands) -> str:
         if not x.function.distinct:
@@ -286,6 +380,7 @@ class MergeMap(Aggregator):
 
     name = "merge_map"
     types = ("map",)
+    paimon_type_error = "Data type for merge map column must be 'MAP' but was '{type}'"
 
     def agg(self, x: Operands) -> str:
         return ignoring_nulls(x, f"map_concat({self._without_keys_of(x.acc, x.inp)}, {x.inp})")
@@ -307,6 +402,8 @@ class RoaringBitmap(Aggregator):
     """
 
     types = ("binary",)
+    paimon_type_error = "Data type for roaring bitmap column must be 'VarBinaryType' but was '{type}'."
+    fluss_roots = ("BYTES",)
 
     def __init__(self, bits: int) -> None:
         self.bits = bits
@@ -357,6 +454,8 @@ PAIMON_FUNCTIONS: dict[str, Aggregator] = {
     "last_non_null_value": LastNonNullValue(),
     "first_value": FirstValue(),
     "first_non_null_value": FirstNonNullValue(),
+    # Paimon's legacy name of the same function (FieldFirstNonNullValueAggLegacyFactory).
+    "first_not_null_value": FirstNonNullValue(),
     "listagg": ListAgg(),
     "bool_and": BoolAnd(),
     "bool_or": BoolOr(),
@@ -389,8 +488,10 @@ def aggregator(dialect: str, name: str) -> Aggregator:
     return (FLUSS_FUNCTIONS if dialect == "fluss" else PAIMON_FUNCTIONS)[name]
 
 
-def retraction_unsupported(column: str, function: str) -> str:
+def retraction_unsupported(function: str) -> str:
+    """Paimon's refusal of a retraction (FieldAggregator.retract), `function` named as configured.
+    Paimon never fills in `${field_name}`, so neither do we."""
     return fail(
         f"Aggregate function '{function}' does not support retraction, If you allow this function to ignore "
-        f"retraction messages, you can configure 'fields.{column}.ignore-retract'='true'. "
+        "retraction messages, you can configure 'fields.${field_name}.ignore-retract'='true'."
     )

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 
 from wide_assets.errors import InvalidInputError, first_line
+from wide_assets.java_text import java_list
 from wide_assets.merge import MergeContext, engine_for, merge_query
 from wide_assets.spec import TableSpec
 from wide_assets.sql import ADDS, RowKind, kind_in, quote, string_literal
@@ -41,10 +42,17 @@ def prepare_batch(
         raise InvalidInputError(
             f"Columns {unknown} are not columns of the table; its columns are {list(spec.column_names)}."
         )
-    if spec.merge.auto_increment in given or spec.merge.auto_increment in (target_columns or ()):
+    auto_increment = spec.merge.auto_increment
+    if auto_increment is not None and (auto_increment in given or auto_increment in (target_columns or ())):
+        # Fluss's UpsertWriterImpl: one wording for a write of every column, one for target columns.
+        if target_columns is None and set(spec.value_columns) <= set(given):
+            raise InvalidInputError(
+                f"This table has auto increment column {java_list([auto_increment])}. Explicitly specifying "
+                "values for an auto increment column is not allowed. Please specify non-auto-increment "
+                "columns as target columns using partialUpdate first."
+            )
         raise InvalidInputError(
-            f"Explicitly specifying values for the auto-increment column {spec.merge.auto_increment} "
-            "is not allowed: the table assigns them."
+            f"Explicitly specifying values for the auto increment column {auto_increment} is not allowed."
         )
     targets = _target_columns(spec, given, target_columns)
     context = MergeContext(spec, targets)
@@ -75,7 +83,8 @@ def _target_columns(
         )
     if not set(spec.primary_key) <= set(targets):
         raise InvalidInputError(
-            f"The target write columns {targets} must contain the primary key columns {list(spec.primary_key)}."
+            f"The target write columns {java_list(targets)} must contain the primary key columns "
+            f"{java_list(spec.primary_key)}."
         )
     absent = [c for c in targets if c not in given]
     if absent:

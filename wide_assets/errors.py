@@ -8,6 +8,10 @@ from collections.abc import Iterator
 # Prefix of the message a merge query aborts with (`sql.fail`), so the error can be told apart from
 # an engine failure and re-raised as a MergeError carrying only the message.
 ERROR_MARKER = "[wide_assets] "
+# What JVM Spark appends to a `raise_error` message (`[USER_RAISED_EXCEPTION] <message> SQLSTATE: P0001`)
+# and what pyspark may append after it; Sail reports the message alone.
+_RAISED_SUFFIX = " SQLSTATE: P0001"
+_STACK_TRACE = "\n\nJVM stacktrace:"
 
 
 class WideTableError(Exception):
@@ -46,8 +50,13 @@ def merge_error(error: BaseException) -> MergeError | None:
     start = text.find(ERROR_MARKER)
     if start < 0:
         return None
-    message = text[start + len(ERROR_MARKER) :].splitlines()[0].strip()
-    return MergeError(message)
+    message = text[start + len(ERROR_MARKER) :]
+    # The message may span lines (Paimon's partial-update refusal does), so keep all of it up to
+    # what the engine appended.
+    for suffix in (_STACK_TRACE, _RAISED_SUFFIX):
+        if suffix in message:
+            message = message[: message.index(suffix)]
+    return MergeError(message.strip())
 
 
 @contextlib.contextmanager

@@ -13,9 +13,13 @@ from pyspark.sql import DataFrame, SparkSession
 
 from wide_assets.errors import InvalidInputError
 from wide_assets.spec import TableSpec
-from wide_assets.sql import quote
+from wide_assets.sql import ADDS, RETRACTS, RowKind, kind_in, quote
 
-DEBEZIUM_OPS = {"+I": "c", "+U": "u", "-D": "d"}
+DEBEZIUM_OPS = {RowKind.INSERT: "c", RowKind.UPDATE_AFTER: "u", RowKind.DELETE: "d"}
+IS_INSERT = kind_in("_row_kind", [RowKind.INSERT])
+IS_UPDATE_BEFORE = kind_in("_row_kind", [RowKind.UPDATE_BEFORE])
+IS_UPDATE_AFTER = kind_in("_row_kind", [RowKind.UPDATE_AFTER])
+IS_DELETE = kind_in("_row_kind", [RowKind.DELETE])
 Encoding = Literal["append", "retract", "upsert", "flink-json", "debezium"]
 
 
@@ -29,7 +33,7 @@ def _row_struct(spec: TableSpec, prefix: str = "") -> str:
 
 def append_only(spark: SparkSession, spec: TableSpec, changelog: DataFrame) -> DataFrame:
     """The inserts, for sinks that accept nothing else; any update or delete is an error."""
-    others = changelog.where("_row_kind <> '+I'").limit(1).collect()
+    others = changelog.where(f"NOT {IS_INSERT}").limit(1).collect()
     if others:
         raise InvalidInputError(
             f"The changelog is not append-only: it holds {others[0]['_row_kind']} entries "
@@ -43,7 +47,7 @@ def append_only(spark: SparkSession, spec: TableSpec, changelog: DataFrame) -> D
 def retract(spark: SparkSession, spec: TableSpec, changelog: DataFrame) -> DataFrame:
     """Every entry as an add (`+I`/`+U`) or a retraction (`-U`/`-D`) of a whole row."""
     return spark.sql(
-        f"SELECT _row_kind, _row_kind IN ('-U', '-D') AS retraction, {_columns(spec)}, _commit, _offset "
+        f"SELECT _row_kind, {kind_in('_row_kind', RETRACTS)} AS retraction, {_columns(spec)}, _commit, _offset "
         "FROM {log} ORDER BY _commit, _offset",
         log=changelog,
     )
@@ -53,8 +57,8 @@ def upsert(spark: SparkSession, spec: TableSpec, changelog: DataFrame) -> DataFr
     """Key + latest value per entry; `-U` is dropped and a delete is a tombstone (`value` NULL)."""
     keys = ", ".join(quote(k) for k in spec.primary_key)
     return spark.sql(
-        f"SELECT {keys}, CASE WHEN _row_kind = '-D' THEN NULL ELSE {_row_struct(spec)} END AS value, "
-        "_commit, _offset FROM {log} WHERE _row_kind <> '-U' ORDER BY _commit, _offset",
+        f"SELECT {keys}, CASE WHEN {IS_DELETE} THEN NULL ELSE {_row_struct(spec)} END AS value, "
+        f"_commit, _offset FROM {{log}} WHERE NOT {IS_UPDATE_BEFORE} ORDER BY _commit, _offset",
         log=changelog,
     )
 
@@ -75,13 +79,13 @@ def debezium(spark: SparkSession, spec: TableSpec, changelog: DataFrame) -> Data
     row = _row_struct(spec)
     return spark.sql(
         f"""SELECT to_json(named_struct(
-                   'before', CASE WHEN _row_kind = '-D' THEN {row} WHEN _row_kind = '+U' THEN _before END,
-                   'after', CASE WHEN _row_kind IN ('+I', '+U') THEN {row} END,
+                   'before', CASE WHEN {IS_DELETE} THEN {row} WHEN {IS_UPDATE_AFTER} THEN _before END,
+                   'after', CASE WHEN {kind_in("_row_kind", ADDS)} THEN {row} END,
                    'op', CASE _row_kind {" ".join(f"WHEN '{k}' THEN '{v}'" for k, v in DEBEZIUM_OPS.items())} END
                )) AS json, _commit, _offset
-            FROM (SELECT *, lag(CASE WHEN _row_kind = '-U' THEN {row} END)
+            FROM (SELECT *, lag(CASE WHEN {IS_UPDATE_BEFORE} THEN {row} END)
                             OVER (PARTITION BY _commit, {keys} ORDER BY _offset) AS _before FROM {{log}})
-            WHERE _row_kind <> '-U' ORDER BY _commit, _offset""",
+            WHERE NOT {IS_UPDATE_BEFORE} ORDER BY _commit, _offset""",
         log=changelog,
     )
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from wide_assets.errors import InvalidOptionError
+from wide_assets.java_text import java_list
 from wide_assets.options.common import (
     MergeOptions,
     check_columns,
@@ -20,6 +21,7 @@ from wide_assets.options.common import (
     name_list,
     option_text,
     parse_bool,
+    unparsable,
     warn_unknown,
 )
 from wide_assets.options.fluss import parse_fluss
@@ -103,21 +105,39 @@ class Bucketing:
         try:
             count = int(text)
         except ValueError:
-            raise InvalidOptionError(f"Option '{option}' must be an integer, got '{text}'.") from None
+            raise unparsable(text, option) from None
         if count == -1 and option == "bucket":
             return None  # Paimon's dynamic bucket mode: no fixed placement
         if count < 1:
+            if option == "bucket":
+                raise InvalidOptionError("The number of buckets needs to be greater than 0.")
+            # Fluss has no check of its own here.
             raise InvalidOptionError(f"Option '{option}' must be a positive number of buckets, got {count}.")
         key_option = "bucket.key" if "bucket.key" in spec.options else "bucket-key"
         key = name_list(spec.options.get(key_option, "")) or spec.primary_key
-        outside = [k for k in key if k not in spec.primary_key]
-        if outside:
-            raise InvalidOptionError(
-                f"Bucket key {list(key)} must be a subset of the primary key {list(spec.primary_key)}: "
-                f"{outside} are not key columns, so one key's rows could land in different buckets."
-            )
+        if any(k not in spec.primary_key for k in key):
+            raise InvalidOptionError(_bucket_key_error(spec, key_option, key))
         return cls(count, key)
 
     def expression(self) -> str:
         """The bucket of a row as SQL; xxhash64 gives the same values on Sail and JVM Spark."""
         return f"CAST(pmod(xxhash64({column_list(self.key)}), {self.count}) AS INT)"
+
+
+def _bucket_key_error(spec: TableSpec, key_option: str, key: tuple[str, ...]) -> str:
+    """Why a bucket key outside the primary key is refused, in Paimon's (`bucket-key`, split on `,`
+    untrimmed) or Fluss's (`bucket.key`, trimmed) words: first any name that is not a column."""
+    if key_option == "bucket.key":
+        written = [name.strip() for name in spec.options[key_option].split(",")]
+        unknown = [name for name in key if name not in spec.column_names]
+        if unknown:
+            return f"Bucket key '{unknown[0]}' does not exist in the schema."
+        return (
+            "Bucket keys must be a subset of primary keys excluding partition keys for primary-key tables. "
+            f"The primary keys are {java_list(spec.primary_key)}, the partition keys are [], but the "
+            f"user-defined bucket keys are {java_list(written)}."
+        )
+    written = spec.options[key_option].split(",")
+    if any(name not in spec.column_names for name in key):
+        return f"Field names {java_list(spec.column_names)} should contains all bucket keys {java_list(written)}."
+    return f"Primary keys {java_list(spec.primary_key)} should contains all bucket keys {java_list(written)}."

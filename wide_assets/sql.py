@@ -7,6 +7,7 @@ the spelling of identifiers, literals and row-kind predicates lives here once.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -36,9 +37,15 @@ def columns(names: Iterable[str], prefix: str = "") -> str:
     return ", ".join(prefix + quote(n) for n in names)
 
 
+# Escapes Spark (and Sail) unescape inside a string literal. A newline is spelled `\n`, and braces as
+# unicode escapes: queries run with DataFrame arguments (`spark.sql(text, df=...)`) are `str.format`
+# templates, where a literal's `{` would be taken for a placeholder.
+_LITERAL_ESCAPES = str.maketrans({"\\": "\\\\", "'": "\\'", "\n": "\\n", "{": "\\u007B", "}": "\\u007D"})
+
+
 def string_literal(text: str) -> str:
-    """A SQL string literal; Spark unescapes backslashes inside literals, so they are escaped too."""
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    """A SQL string literal for `text`, safe in a `spark.sql` format template as well."""
+    return "'" + text.translate(_LITERAL_ESCAPES) + "'"
 
 
 def value_literal(value: Any) -> str:
@@ -61,6 +68,18 @@ def key_join(keys: Sequence[str], left: str, right: str, null_safe: bool = False
     return " AND ".join(f"{left}.{quote(k)} {equals} {right}.{quote(k)}" for k in keys)
 
 
-def fail(message: str) -> str:
-    """An expression that aborts the query with `message`; the commit it feeds never happens."""
-    return f"raise_error({string_literal(ERROR_MARKER + message)})"
+@dataclass(frozen=True)
+class Value:
+    """A SQL expression whose value, as text, is part of a message `fail` builds at run time."""
+
+    sql: str
+
+
+def fail(*parts: str | Value) -> str:
+    """An expression that aborts the query with the message `parts` spell: text, and the values of
+    `Value` expressions, concatenated. The commit the query feeds never happens."""
+    if all(isinstance(part, str) for part in parts):
+        return f"raise_error({string_literal(ERROR_MARKER + ''.join(map(str, parts)))})"
+    pieces = [ERROR_MARKER, *parts]
+    texts = [f"CAST({p.sql} AS STRING)" if isinstance(p, Value) else string_literal(p) for p in pieces]
+    return f"raise_error(concat({', '.join(texts)}))"

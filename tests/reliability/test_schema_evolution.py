@@ -72,5 +72,5 @@ def test_added_columns_must_be_nullable_and_keep_the_engine(spark: Any, tmp_path
         table.add_columns([("qty", "int not null")])
     with pytest.raises(InvalidOptionError, match="cannot change the table's dialect or merge engine"):
         table.add_columns([("qty", "int")], {"merge-engine": "deduplicate"})
-    with pytest.raises(InvalidOptionError, match="defined more than once"):
+    with pytest.raises(InvalidOptionError, match="must not contain duplicate fields"):
         table.add_columns([("name", "int")])

@@ -74,7 +74,7 @@ def test_aggregation_defaults_every_value_column_to_last_non_null_value() -> Non
 
 
 def test_a_function_refuses_a_column_type_it_cannot_fold() -> None:
-    with pytest.raises(InvalidOptionError, match=r"'sum'.* column a of type string"):
+    with pytest.raises(InvalidOptionError, match=r"sum column must be 'NumericType' but was 'STRING'"):
         spec({"merge-engine": "aggregation", "fields.a.aggregate-function": "sum"})
 
 
@@ -124,9 +124,9 @@ def test_buckets() -> None:
     assert bucketing is not None and (bucketing.count, bucketing.key) == (4, ("k",))
     assert bucketing.expression() == "CAST(pmod(xxhash64(`k`), 4) AS INT)"
     assert spec({"bucket": "-1"}).bucketing is None  # Paimon's dynamic bucket mode
-    with pytest.raises(InvalidOptionError, match="subset of the primary key"):
+    with pytest.raises(InvalidOptionError, match="should contains all bucket keys"):
         spec({"bucket": "4", "bucket-key": "a"})
-    with pytest.raises(InvalidOptionError, match="must be an integer"):
+    with pytest.raises(InvalidOptionError, match="Could not parse value 'four' for key 'bucket'"):
         spec({"bucket": "four"})
 
 
@@ -139,7 +139,7 @@ def test_definition_round_trips_through_json() -> None:
 def test_reserved_and_duplicate_columns_are_refused() -> None:
     with pytest.raises(InvalidOptionError, match="reserved"):
         spec(columns=[("k", "int"), ("_x", "int")])
-    with pytest.raises(InvalidOptionError, match="more than once"):
+    with pytest.raises(InvalidOptionError, match="must not contain duplicate fields"):
         spec(columns=[("k", "int"), ("a", "int"), ("a", "int")])
 
 

@@ -6,7 +6,19 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from wide_assets.sql import ADDS, RETRACTS, RowKind, columns, key_join, kind_in, quote, value_literal
+from wide_assets.sql import (
+    ADDS,
+    RETRACTS,
+    RowKind,
+    Value,
+    columns,
+    fail,
+    key_join,
+    kind_in,
+    quote,
+    string_literal,
+    value_literal,
+)
 
 
 def test_quote_doubles_backquotes() -> None:
@@ -63,3 +75,18 @@ def test_null_safe_key_join_matches_null_keys() -> None:
 )
 def test_value_literal(value: object, literal: str) -> None:
     assert value_literal(value) == literal
+
+
+def test_string_literal_is_safe_in_a_format_template() -> None:
+    # `spark.sql(text, df=...)` formats `text`: a literal spells braces (and newlines) as escapes
+    # Spark and Sail unescape, so a message like Paimon's `'fields.${field_name}...'` survives.
+    literal = string_literal("a{b}\nc")
+    assert literal == "'a\\u007Bb\\u007D\\nc'"
+    assert literal.format() == literal
+
+
+def test_fail_builds_the_message_from_values_at_run_time() -> None:
+    assert fail("plain") == "raise_error('[wide_assets] plain')"
+    assert fail("int overflow: ", Value("acc"), " + ", Value("inp")) == (
+        "raise_error(concat('[wide_assets] ', 'int overflow: ', CAST(acc AS STRING), ' + ', CAST(inp AS STRING)))"
+    )

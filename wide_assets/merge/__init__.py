@@ -1,4 +1,4 @@
-"""The pure merge core: engines and aggregate functions as Spark SQL, separate from I/O and Dagster."""
+"""The pure merge core: each engine a fold over one key's records as Spark SQL, separate from I/O and Dagster."""
 
 from wide_assets.merge.context import MergeContext
 from wide_assets.merge.plan import merge_query

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from wide_assets.aggregate_functions import Operands, aggregator, retraction_unsupported
 from wide_assets.errors import InvalidInputError
-from wide_assets.merge.context import MergeContext, all_of
+from wide_assets.merge.context import RETRACT, MergeContext, all_of
 
 
 class MergeEngine:
@@ -61,9 +61,7 @@ def retract_step(ctx: MergeContext, column: str) -> dict[str, str]:
         ctx.ref("s", column), ctx.ref("r", column), ctx.column(column), function, ctx.seen("s", column)
     )
     value = fn.retract(operands)
-    return {
-        ctx.aliases[column]: value if value is not None else retraction_unsupported(column, function.name)
-    }
+    return {ctx.aliases[column]: value if value is not None else retraction_unsupported(function.name)}
 
 
 def target_upsert(ctx: MergeContext) -> dict[str, str]:
@@ -88,4 +86,4 @@ def partial_delete_values(ctx: MergeContext) -> dict[str, str]:
 
 def retraction_merged_with_others() -> str:
     """A key's records hold a retraction that is merged with other records (stored row included)."""
-    return "size(recs) > 1 AND exists(recs, r -> r._kind IN ('-U', '-D'))"
+    return f"size(recs) > 1 AND exists(recs, r -> {RETRACT})"

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from wide_assets.merge.context import ADD, MergeContext
+from wide_assets.merge.context import ADD, RETRACT, MergeContext
 from wide_assets.merge.engine import MergeEngine
 
-RETRACT_REJECTED = "First row merge engine can not accept DELETE/UPDATE_BEFORE records."
+# Paimon's words (FirstRowMergeFunction), on two lines.
+RETRACT_REJECTED = (
+    "By default, First row merge engine can not accept DELETE/UPDATE_BEFORE records.\n"
+    "You can config 'ignore-delete' to ignore the DELETE/UPDATE_BEFORE records."
+)
 
 
 class FirstRow(MergeEngine):
@@ -14,7 +18,7 @@ class FirstRow(MergeEngine):
     accepts_partial_write = False
 
     def guard(self, ctx: MergeContext) -> tuple[str, str] | None:
-        return "exists(recs, r -> r._kind IN ('-U', '-D'))", RETRACT_REJECTED
+        return f"exists(recs, r -> {RETRACT})", RETRACT_REJECTED
 
     def step(self, ctx: MergeContext) -> str:
         first = ctx.state({"e": "true", **{ctx.aliases[c]: ctx.ref("r", c) for c in ctx.values}})

@@ -1,6 +1,6 @@
 """Paimon `partial-update`: non-NULL values overwrite; sequence groups give each source its own clock.
 
-Rules P1-P12 of the merge-semantics spec. Without groups a NULL means "no change". A group's columns
+Rules P1-P12 of `docs/semantics.md`. Without groups a NULL means "no change". A group's columns
 follow its sequence fields: a record with an equal-or-newer sequence replaces them (NULL included), an
 older one only feeds the group's aggregate functions, in reverse order; an all-NULL sequence leaves
 the group alone.
@@ -19,10 +19,16 @@ from wide_assets.merge.context import (
 from wide_assets.merge.engine import MergeEngine, aggregate_step, retract_step, retraction_merged_with_others
 from wide_assets.schema import SequenceGroup
 
-DELETE_REJECTED = (
-    "By default, Partial update can not accept delete records, you can choose one of the following "
-    "solutions: 1. Configure 'partial-update.ignore-delete' to ignore delete records. "
-    "2. Configure 'sequence-group' to retract partial columns."
+# Paimon's words (PartialUpdateMergeFunction), line breaks and backquotes included.
+DELETE_REJECTED = "\n".join(
+    [
+        "By default, Partial update can not accept delete records, you can choose one of the following solutions:",
+        "1. Configure 'ignore-delete' to ignore delete records.",
+        "2. Configure 'partial-update.remove-record-on-delete' to remove the whole row when receiving delete records.",
+        "3. Configure 'sequence-group's to retract partial columns. Also configure "
+        "'partial-update.remove-record-on-sequence-group' to remove the whole row when receiving deleted records "
+        "of `specified sequence group`.",
+    ]
 )
 
 

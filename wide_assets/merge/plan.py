@@ -14,7 +14,7 @@ from dataclasses import replace
 from wide_assets.merge.context import MergeContext, comparable
 from wide_assets.merge.engine import MergeEngine
 from wide_assets.merge.registry import engine_for
-from wide_assets.sql import fail, quote
+from wide_assets.sql import RowKind, fail, kind_in, quote
 
 PRODUCERS_WITH_UNCHANGED_ROWS = ("lookup", "full-compaction")
 
@@ -24,17 +24,15 @@ def kind_filter(ctx: MergeContext) -> str:
     merge = ctx.merge
     dropped = []
     if merge.dialect == "fluss":
-        dropped.append("-U")  # a primary-key sink never receives UPDATE_BEFORE
+        dropped.append(RowKind.UPDATE_BEFORE)  # a primary-key sink never receives UPDATE_BEFORE
         if merge.ignore_delete or merge.delete_behavior == "ignore":
-            dropped.append("-D")
+            dropped.append(RowKind.DELETE)
     else:
         if merge.ignore_delete:
-            dropped += ["-U", "-D"]
+            dropped += [RowKind.UPDATE_BEFORE, RowKind.DELETE]
         elif merge.ignore_update_before:
-            dropped.append("-U")
-    if not dropped:
-        return "true"
-    return "_row_kind NOT IN (" + ", ".join(f"'{k}'" for k in dropped) + ")"
+            dropped.append(RowKind.UPDATE_BEFORE)
+    return f"NOT {kind_in('_row_kind', dropped)}" if dropped else "true"
 
 
 def merge_order(ctx: MergeContext) -> str:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from wide_assets.errors import InvalidOptionError
+from wide_assets.java_text import java_hash_order, java_list
 from wide_assets.schema import FieldFunction, Schema, SequenceGroup
 
 log = logging.getLogger(__name__)
@@ -128,12 +129,24 @@ def option_text(value: object) -> str:
     return str(value)
 
 
-def parse_bool(options: Mapping[str, str], key: str, default: bool = False) -> bool:
+def unparsable(value: str, key: str) -> InvalidOptionError:
+    """The error for an option value of the wrong kind, worded as Paimon's `Options` (and Flink's
+    `Configuration`, which it copies) word it; Fluss's server wraps it for its `table.*` options."""
+    reason = f"Could not parse value '{value}' for key '{key}'."
+    if key.startswith("table."):
+        return InvalidOptionError(f"Invalid value for config '{key}'. Reason: {reason}")
+    return InvalidOptionError(reason)
+
+
+def parse_bool(
+    options: Mapping[str, str], key: str, default: bool = False, main_key: str | None = None
+) -> bool:
+    """A boolean option; `main_key` is the key an error names when `key` is a fallback key of it."""
     value = options.get(key)
     if value is None:
         return default
     if value.strip().lower() not in ("true", "false"):
-        raise InvalidOptionError(f"Option '{key}' must be 'true' or 'false', got '{value}'.")
+        raise unparsable(value, main_key or key)
     return value.strip().lower() == "true"
 
 
@@ -145,15 +158,17 @@ def check_columns(schema: Schema) -> None:
     names = schema.column_names
     if not names:
         raise InvalidOptionError("A wide table needs at least one column.")
-    duplicated = sorted({n for n in names if names.count(n) > 1})
+    duplicated = java_hash_order(n for n in names if names.count(n) > 1)  # a HashSet upstream
     if duplicated:
-        raise InvalidOptionError(f"Columns are defined more than once: {duplicated}.")
+        raise InvalidOptionError(
+            f"Table column {java_list(names)} must not contain duplicate fields. Found: {java_list(duplicated)}"
+        )
     if not schema.primary_key:
         raise InvalidOptionError("A wide table needs a primary key.")
-    missing = [k for k in schema.primary_key if k not in names]
-    if missing:
+    if any(k not in names for k in schema.primary_key):
         raise InvalidOptionError(
-            f"Primary key columns {missing} can not be found in table schema {list(names)}."
+            f"Table column {java_list(names)} should include all primary key constraint "
+            f"{java_list(schema.primary_key)}"
         )
     reserved = [n for n in names if n.startswith("_")]
     if reserved:
@@ -247,13 +262,12 @@ def field_options(
         if suffix not in suffixes:
             continue
         fields = match["fields"]
-        if suffix == "sequence-group":
-            for name in name_list(fields):
-                if name not in schema.column_names:
-                    raise InvalidOptionError(
-                        f"The sequence field group: {name} can not be found in table schema."
-                    )
-        elif fields not in schema.column_names:
-            raise InvalidOptionError(f"Field {fields} can not be found in table schema.")
+        # Only a sequence group names several columns in its key. Paimon checks each name of any key
+        # (validateFieldsPrefix) and names the first unknown one.
+        unknown = [name for name in name_list(fields) if name not in schema.column_names]
+        if unknown and suffix == "sequence-group":
+            raise InvalidOptionError(f"Field {unknown[0]} can not be found in table schema.")
+        if suffix != "sequence-group" and fields not in schema.column_names:
+            raise InvalidOptionError(f"Field {(unknown or [fields])[0]} can not be found in table schema.")
         found[(fields, suffix)] = value
     return found

@@ -13,11 +13,45 @@ from wide_assets.options.common import (
     field_options,
     name_list,
     parse_bool,
+    unparsable,
 )
 from wide_assets.schema import FieldFunction, Schema, SequenceGroup
 
 PAIMON_ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
 PAIMON_PRODUCERS = ("none", "input", "lookup", "full-compaction")
+# The identifiers of Paimon's FieldAggregatorFactory implementations, in the order its service file
+# (paimon-core META-INF/services/org.apache.paimon.factories.Factory) lists them; an unknown function
+# name is refused with the whole list.
+PAIMON_FACTORY_IDENTIFIERS = (
+    "bool_and",
+    "bool_or",
+    "collect",
+    "first_non_null_value",
+    "first_not_null_value",
+    "first_value",
+    "hll_sketch",
+    "last_non_null_value",
+    "last_value",
+    "listagg",
+    "max",
+    "merge_map",
+    "merge_map_with_keytime",
+    "min",
+    "nested_update",
+    "nested_partial_update",
+    "primary-key",
+    "product",
+    "rbm32",
+    "rbm64",
+    "sum",
+    "theta_sketch",
+)
+# Fallback keys of Paimon's `ignore-delete`: an unparsable value of one is reported under the main key.
+IGNORE_DELETE_FALLBACKS = (
+    "first-row.ignore-delete",
+    "deduplicate.ignore-delete",
+    "partial-update.ignore-delete",
+)
 # Paimon's TIMESTAMP has no time zone (Spark's timestamp_ntz); TIMESTAMP_LTZ is Spark's timestamp.
 SEQUENCE_TYPES = (
     "decimal",
@@ -36,9 +70,9 @@ SEQUENCE_TYPES = (
 def parse_paimon(schema: Schema, options: Mapping[str, str]) -> MergeOptions:
     engine = options.get("merge-engine", "deduplicate")
     if engine not in PAIMON_ENGINES:
-        raise InvalidOptionError(f"Unknown merge-engine '{engine}'; expected one of {list(PAIMON_ENGINES)}.")
+        raise unparsable(engine, "merge-engine")
     ignore_delete = any(
-        parse_bool(options, key)
+        parse_bool(options, key, main_key="ignore-delete" if key in IGNORE_DELETE_FALLBACKS else None)
         for key in ("ignore-delete", f"{engine}.ignore-delete", "partial-update.ignore-delete")
         if key in options
     )
@@ -48,9 +82,7 @@ def parse_paimon(schema: Schema, options: Mapping[str, str]) -> MergeOptions:
     functions = _paimon_functions(schema, options, field_opts, sequence_fields, groups, engine)
     producer = options.get("changelog-producer", "none")
     if producer not in PAIMON_PRODUCERS:
-        raise InvalidOptionError(
-            f"Unknown changelog-producer '{producer}'; expected one of {list(PAIMON_PRODUCERS)}."
-        )
+        raise unparsable(producer, "changelog-producer")
     remove_on_delete = parse_bool(options, "partial-update.remove-record-on-delete") or (
         engine == "aggregation" and parse_bool(options, "aggregation.remove-record-on-delete")
     )
@@ -71,43 +103,54 @@ def parse_paimon(schema: Schema, options: Mapping[str, str]) -> MergeOptions:
         row_deduplicate_ignore_fields=name_list(
             options.get("changelog-producer.row-deduplicate-ignore-fields", "")
         ),
-        full_compaction_delta_commits=int(options.get("full-compaction.delta-commits", "1")),
+        full_compaction_delta_commits=_parse_int(options, "full-compaction.delta-commits", 1),
         write_only=parse_bool(options, "write-only"),
     )
     _validate_paimon(schema, options, merge)
     return merge
 
 
+def _parse_int(options: Mapping[str, str], key: str, default: int) -> int:
+    text = options.get(key)
+    if text is None:
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise unparsable(text, key) from None
+
+
 def _sequence_groups(
     schema: Schema, options: Mapping[str, str], field_opts: Mapping[tuple[str, str], str]
 ) -> tuple[SequenceGroup, ...]:
     groups: list[SequenceGroup] = []
-    owner: dict[str, str] = {}
+    # Each column a group claims, as Paimon's PartialUpdateMergeFunction registers them group by group:
+    # column -> (option key of the group, whether it is protected rather than a sequence field).
+    claimed: dict[str, tuple[str, bool]] = {}
     for (fields, suffix), value in field_opts.items():
         if suffix != "sequence-group":
             continue
         group = SequenceGroup(name_list(fields), name_list(value))
+        key, raw_key = group.option_key, f"fields.{fields}.{suffix}"  # messages name the key as written
         for name in group.protected:
             if name not in schema.column_names:
-                raise InvalidOptionError(f"Field {name} can not be found in table schema.")
-            if name in owner and owner[name] != group.option_key:
-                raise InvalidOptionError(
-                    f"Field {name} is defined repeatedly by multiple groups: "
-                    f"[{owner[name]}, {group.option_key}]."
-                )
-            owner[name] = group.option_key
-        pk_fields = [f for f in (*group.sequence_fields, *group.protected) if f in schema.primary_key]
-        if pk_fields:
-            raise InvalidOptionError(
-                f"Sequence group '{group.option_key}' contains primary key field {pk_fields[0]}."
-            )
+                raise InvalidOptionError(f"Field {name} can not be found in table schema")
+            if name in schema.primary_key:
+                raise InvalidOptionError(_group_contains_key(raw_key, name))
+            if name in claimed and claimed[name][0] != key:
+                raise InvalidOptionError(f"Field {name} is defined repeatedly by multiple groups: {raw_key}")
+            claimed[name] = (key, True)
+        for seq in group.sequence_fields:
+            if seq in schema.primary_key:
+                raise InvalidOptionError(_group_contains_key(raw_key, seq))
+            # Paimon lets a later group's sequence field silently take over a column an earlier group
+            # protects; a sequence field that another group protects is refused here.
+            if seq in claimed and claimed[seq][1] and claimed[seq][0] != key:
+                raise InvalidOptionError(f"Field {seq} is defined repeatedly by multiple groups: {raw_key}")
+            claimed.setdefault(seq, (key, False))
         groups.append(group)
     for group in groups:
         for seq in group.sequence_fields:
-            if seq in owner and owner[seq] != group.option_key:
-                raise InvalidOptionError(
-                    f"Field {seq} is defined repeatedly by multiple groups: [{owner[seq]}, {group.option_key}]."
-                )
             column = schema.column(seq)
             if column.base_type not in SEQUENCE_TYPES:
                 raise InvalidOptionError(
@@ -115,6 +158,13 @@ def _sequence_groups(
                     f"supported types are {list(SEQUENCE_TYPES)}."
                 )
     return tuple(groups)
+
+
+def _group_contains_key(key: str, field: str) -> str:
+    return (
+        f"The sequence-group '{key}' contains primary key field '{field}', which is not allowed. "
+        "Primary key columns cannot be put in sequence-group."
+    )
 
 
 def _paimon_functions(
@@ -126,39 +176,55 @@ def _paimon_functions(
     engine: str,
 ) -> dict[str, FieldFunction]:
     default = options.get("fields.default-aggregate-function")
-    group_sequences = {f for g in groups for f in g.sequence_fields}
+    group_of = {f: g for g in groups for f in g.sequence_fields}
+    grouped = {c for g in groups for c in g.protected}
     functions: dict[str, FieldFunction] = {}
     for column in schema.value_columns:
         explicit = field_opts.get((column, "aggregate-function"))
-        if column in sequence_fields or column in group_sequences:
-            if explicit is not None:
-                kind = "sequence group" if column in group_sequences else "sequence field"
+        if column in group_of:
+            if explicit is not None:  # Paimon <= 1.3 refused this too; Paimon 1.4 ignores the function
                 raise InvalidOptionError(
-                    f"Should not define aggregation on {kind}: '{column}'."
-                    if kind == "sequence field"
-                    else f"Should not defined aggregation function on sequence group: [{column}]"
+                    f"Sequence field '{column}' of '{group_of[column].option_key}' orders its group and "
+                    f"can not have an aggregate function ('fields.{column}.aggregate-function')."
                 )
+            continue
+        if column in sequence_fields:
+            if explicit is not None:
+                raise InvalidOptionError(f"Should not define aggregation on sequence field: '{column}'.")
             continue
         name = explicit or default
         if name is None and engine == "aggregation":
             name = "last_non_null_value"
         if name is None:
             continue
-        name = {"first_not_null_value": "first_non_null_value"}.get(name, name)
+        # Paimon builds the partial-update merge function (which checks this) before it looks the
+        # function up.
+        if engine == "partial-update" and column not in grouped and name != "last_non_null_value":
+            raise InvalidOptionError(
+                f"Must use sequence group for aggregation functions but not found for field {column}."
+            )
         if name not in PAIMON_FUNCTIONS:
             raise InvalidOptionError(
-                f"Unknown aggregate function '{name}' for field {column}; "
-                f"supported: {sorted(PAIMON_FUNCTIONS)}."
+                f"Could not find any factory for identifier '{name}' that implements "
+                "'org.apache.paimon.mergetree.compact.aggregate.factory.FieldAggregatorFactory' in the "
+                "classpath.\n\nAvailable factory identifiers are:\n\n" + "\n".join(PAIMON_FACTORY_IDENTIFIERS)
             )
         functions[column] = FieldFunction(
             column=column,
             name=name,
-            ignore_retract=parse_bool({"v": field_opts.get((column, "ignore-retract"), "false")}, "v"),
+            ignore_retract=_field_bool(field_opts, column, "ignore-retract"),
             delimiter=field_opts.get((column, "list-agg-delimiter"), ","),
-            distinct=parse_bool({"v": field_opts.get((column, "distinct"), "false")}, "v"),
+            distinct=_field_bool(field_opts, column, "distinct"),
         )
-        PAIMON_FUNCTIONS[name].check_type(schema.column(column), name)
+        PAIMON_FUNCTIONS[name].check_type(schema.column(column), name, "paimon")
     return functions
+
+
+def _field_bool(field_opts: Mapping[tuple[str, str], str], column: str, suffix: str) -> bool:
+    """A boolean `fields.<column>.<suffix>` option (false when unset)."""
+    return parse_bool(
+        {f"fields.{column}.{suffix}": field_opts.get((column, suffix), "false")}, f"fields.{column}.{suffix}"
+    )
 
 
 def _validate_paimon(schema: Schema, options: Mapping[str, str], merge: MergeOptions) -> None:
@@ -168,11 +234,16 @@ def _validate_paimon(schema: Schema, options: Mapping[str, str], merge: MergeOpt
         if merge.sequence_fields.count(name) > 1:
             raise InvalidOptionError(f"Sequence field '{name}' is defined repeatedly.")
     if merge.engine == "first-row" and merge.sequence_fields:
-        raise InvalidOptionError("Do not support use sequence field on FIRST_MERGE merge engine.")
+        raise InvalidOptionError("Do not support use sequence field on FIRST_ROW merge engine.")
     if merge.ignore_delete and merge.remove_record_on_delete:
+        # Paimon checks the partial-update option only; the aggregation one is refused likewise here.
+        remove_key = (
+            "partial-update.remove-record-on-delete"
+            if parse_bool(options, "partial-update.remove-record-on-delete")
+            else "aggregation.remove-record-on-delete"
+        )
         raise InvalidOptionError(
-            "ignore-delete and partial-update.remove-record-on-delete (or aggregation.remove-record-on-delete) "
-            "have conflicting behavior so should not be enabled at the same time."
+            f"ignore-delete and {remove_key} have conflicting behavior so should not be enabled at the same time."
         )
     if merge.ignore_delete and merge.remove_record_on_sequence_group:
         raise InvalidOptionError(
@@ -182,21 +253,15 @@ def _validate_paimon(schema: Schema, options: Mapping[str, str], merge: MergeOpt
     if merge.engine == "partial-update":
         if merge.remove_record_on_delete and merge.sequence_groups:
             raise InvalidOptionError(
-                "sequence group and partial-update.remove-record-on-delete may not be enabled at the same time."
+                "sequence-group and partial-update.remove-record-on-delete have conflicting behavior "
+                "so should not be enabled at the same time."
             )
-        grouped = {c for g in merge.sequence_groups for c in g.protected}
-        for column, function in merge.functions.items():
-            if column not in grouped and function.name != "last_non_null_value":
-                raise InvalidOptionError(
-                    f"Must use sequence group for aggregation functions but not found for field {column}"
-                )
         group_sequences = {f for g in merge.sequence_groups for f in g.sequence_fields}
-        for name in merge.remove_record_on_sequence_group:
-            if name not in group_sequences:
-                raise InvalidOptionError(
-                    f"field '{name}' defined in 'partial-update.remove-record-on-sequence-group' option "
-                    f"must be part of sequence groups {sorted(group_sequences)}."
-                )
+        if any(name not in group_sequences for name in merge.remove_record_on_sequence_group):
+            raise InvalidOptionError(
+                f"field '{options['partial-update.remove-record-on-sequence-group']}' defined in "
+                "'partial-update.remove-record-on-sequence-group' option must be part of sequence groups"
+            )
     elif merge.sequence_groups or merge.remove_record_on_sequence_group:
         raise InvalidOptionError(
             "Sequence groups ('fields.<f>.sequence-group') are only supported by the partial-update merge engine."
@@ -205,7 +270,7 @@ def _validate_paimon(schema: Schema, options: Mapping[str, str], merge: MergeOpt
         raise InvalidOptionError("full-compaction.delta-commits must be at least 1.")
     if merge.engine == "first-row" and merge.changelog_producer not in ("none", "lookup"):
         raise InvalidOptionError(
-            "Only support 'none' and 'lookup' changelog-producer on FIRST_MERGE merge engine"
+            "Only support 'none' and 'lookup' changelog-producer on FIRST_ROW merge engine"
         )
     unknown = [f for f in merge.row_deduplicate_ignore_fields if f not in schema.column_names]
     if unknown:

@@ -28,7 +28,7 @@ from wide_assets import faults
 from wide_assets.errors import InvalidInputError
 from wide_assets.locking import exclusive
 from wide_assets.pipelines.declarations import ROW_KINDS, SourceSpec
-from wide_assets.sql import quote, string_literal
+from wide_assets.sql import RowKind, quote, string_literal
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -236,7 +236,7 @@ def _read(spark: SparkSession, source: SourceSpec, landed: LandedFile, index: in
             (1, None, *(None for _ in source.column_names), f"{problem} (schema drift)", ",".join(header))
         ]
         return _parsed(spark, source, unread, landed, index)
-    kind = "_row_kind" if "_row_kind" in header else "'+I'"
+    kind = "_row_kind" if "_row_kind" in header else string_literal(RowKind.INSERT)
     # Spark numbers a single file's records in file order; the header is line 1. This assumes one
     # record per line, which CSV files without quoted line breaks satisfy.
     line = "row_number() OVER (ORDER BY monotonically_increasing_id()) + 1"
