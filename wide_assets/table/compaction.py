@@ -42,7 +42,7 @@ def compact(storage: Storage) -> CompactionInfo | None:
         faults.checkpoint("after-resolution")
         return apply_resolution(storage, resolution)
     entries = storage.log_entries(pending, Origin.MERGED)
-    applied = storage.merge_images(final_images(storage.spark, spec, entries, across_commits=True))
+    applied = storage.apply_images(final_images(storage.spark, spec, entries, across_commits=True))
     faults.checkpoint("after-compaction-merge")
     info = CompactionInfo(
         through=pending[-1],

@@ -10,7 +10,6 @@ from typing import Any
 from wide_assets.errors import InvalidOptionError, TableStateError, first_line
 from wide_assets.schema import Column
 from wide_assets.spec import TableSpec
-from wide_assets.sql import RowKind, kind_in, quote
 from wide_assets.table.images import commit_images
 from wide_assets.table.storage import Storage
 
@@ -81,8 +80,7 @@ def rebuild(storage: Storage) -> int:
     # From empty: every commit's images again (fragments are folded from no rows at all).
     empty = storage.rows(version=storage.version).limit(0)
     images = commit_images(storage, [c.commit for c in commits], empty)
-    kept = images.where(f"NOT {kind_in('_row_kind', [RowKind.DELETE])}")
-    storage.overwrite(kept.select(*[quote(c) for c in storage.spec.column_names]))
+    storage.overwrite(storage.image_rows(images))
     return storage.spark.read.format("delta").load(storage.path).count()
 
 

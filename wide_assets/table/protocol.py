@@ -130,7 +130,7 @@ def write(
     storage.append_log(parts, info.commit, Origin.COMMIT, info.to_json())
     faults.checkpoint("after-changelog-commit")
     if not merge.write_only:
-        storage.merge_images(commit_images(storage, [info.commit]))
+        storage.apply_images(commit_images(storage, [info.commit]))
     faults.checkpoint("after-table-commit")
     # `info` is exactly the marker just committed: no need to read the log back.
     return result(storage, info, recovered=recovered)

@@ -25,13 +25,13 @@ def recover(storage: Storage, markers: Markers | None = None) -> bool:
             apply_resolution(storage, resolution)
         return resolution is not None
     pending = storage.log.pending(markers, write_only=False)
-    return bool(pending) and storage.merge_images(commit_images(storage, pending)) > 0
+    return bool(pending) and storage.apply_images(commit_images(storage, pending)) > 0
 
 
 def apply_resolution(storage: Storage, resolution: Resolution) -> CompactionInfo:
     """MERGE a resolution's logged images (idempotent), then write the compaction's marker."""
     entries = storage.log_entries([resolution.through], Origin.MERGED)
-    applied = storage.merge_images(final_images(storage.spark, storage.spec, entries))
+    applied = storage.apply_images(final_images(storage.spark, storage.spec, entries))
     faults.checkpoint("after-compaction-merge")
     info = CompactionInfo(
         through=resolution.through,

@@ -18,6 +18,7 @@ from wide_assets.table.log import CHANGELOG_SUFFIX, CommitLog, Origin
 SPEC_PROPERTY = "wide_assets.spec"
 URL_UNSAFE = " %#?"
 IS_DELETE = kind_in("s._row_kind", [RowKind.DELETE])
+IS_DELETE_IMAGE = kind_in("_row_kind", [RowKind.DELETE])
 
 
 def check_path(path: str) -> None:
@@ -147,12 +148,32 @@ class Storage:
         ).collect()
         return ", ".join(str(r.b) for r in hit) or "NULL"
 
-    def merge_images(self, images: DataFrame) -> int:
-        """MERGE final images into the Delta table; returns how many rows it upserts or deletes."""
-        spec = self.spec
+    def holds_no_rows(self) -> bool:
+        """Whether the table has no data file (new, or every file removed); metadata only."""
+        from deltalake import DeltaTable
+
+        return not DeltaTable(self.path).file_uris()
+
+    def apply_images(self, images: DataFrame) -> int:
+        """Apply final images (`_row_kind` '-D' = delete) to the table; returns how many there are.
+        Into a table that holds no rows nothing can match, so their rows are appended: Sail reads an
+        append's source once and a MERGE's six times (an initial load or backfill)."""
         count = images.count()
         if count == 0:
             return 0
+        if self.holds_no_rows():
+            self._save(self.image_rows(images), "append")
+        else:
+            self._merge(images)
+        return count
+
+    def image_rows(self, images: DataFrame) -> DataFrame:
+        """The rows final images leave in the table (deletes dropped), as the table's columns."""
+        return images.where(f"NOT {IS_DELETE_IMAGE}").select(*[quote(c) for c in self.spec.column_names])
+
+    def _merge(self, images: DataFrame) -> None:
+        """MERGE final images into the Delta table."""
+        spec = self.spec
         on = key_join(spec.primary_key, "t", "s")
         assignments = ", ".join(f"t.{quote(c)} = s.{quote(c)}" for c in spec.value_columns)
         update = f"WHEN MATCHED THEN UPDATE SET {assignments} " if assignments else ""
@@ -178,15 +199,18 @@ class Storage:
             ).collect()
         finally:
             self.spark.catalog.dropTempView(view)
-        return count
 
     def overwrite(self, rows: DataFrame) -> None:
         """Replace every stored row with `rows` (the table's columns) as one new Delta version."""
+        self._save(rows, "overwrite")
+
+    def _save(self, rows: DataFrame, mode: str) -> None:
+        """Write `rows` (the table's columns) to the table, placed in their buckets if it has any."""
         if self.spec.bucketing is not None:
             rows = rows.selectExpr("*", f"{self.spec.bucketing.expression()} AS {BUCKET_COLUMN}")
-            rows.write.format("delta").mode("overwrite").partitionBy(BUCKET_COLUMN).save(self.path)
+            rows.write.format("delta").mode(mode).partitionBy(BUCKET_COLUMN).save(self.path)
         else:
-            rows.write.format("delta").mode("overwrite").save(self.path)
+            rows.write.format("delta").mode(mode).save(self.path)
 
     # ----------------------------------------------------------------------------- commit log
     def log_frame(self) -> DataFrame:

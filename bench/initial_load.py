@@ -1,0 +1,74 @@
+"""`python -m bench.initial_load`: an initial load through `WideTable.write` against a plain Delta append.
+
+    .venv/bin/python -m bench.initial_load [--rows 1000000] [--repeats 3] [--workdir DIR] [--seed 7]
+
+On the product_360 workload's initial table (`bench.workload`: N products, every source loaded), the
+same rows are written once by a plain Delta append on the same engine (Sail) and once through
+`write` into a new partial-update WideTable (a first write into an empty table), alternately, each in
+a fresh directory; both results are compared with the generated rows as the oracle. Prints the
+median seconds of each and their ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from deltalake import DeltaTable
+
+from bench.workload import COLUMNS, KEY, OPTIONS, Layout, generate
+
+
+def same_rows(path: Path, expected: pa.Table) -> bool:
+    """Whether the Delta table at `path` holds exactly `expected`'s rows (read by delta-rs)."""
+    got = DeltaTable(str(path)).to_pyarrow_table(columns=expected.column_names).sort_by(KEY)
+    return got.cast(expected.schema).equals(expected.sort_by(KEY))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args(argv)
+
+    from wide_assets import WideTable, get_spark
+
+    root = args.workdir or Path(tempfile.mkdtemp(prefix="initial_load_"))
+    layout = Layout(root, args.rows, 1)
+    generate(layout, args.seed)
+    expected = pq.read_table(layout.initial)
+    spark = get_spark()
+    timings: dict[str, list[float]] = {"plain Delta append": [], "WideTable.write": []}
+    for repeat in range(args.repeats):
+        plain, wide = root / f"plain_{repeat}", root / f"wide_{repeat}"
+        start = time.perf_counter()
+        spark.read.parquet(str(layout.initial)).write.format("delta").mode("append").save(str(plain))
+        timings["plain Delta append"].append(time.perf_counter() - start)
+        table = WideTable.create(spark, wide, COLUMNS, [KEY], OPTIONS)
+        start = time.perf_counter()
+        table.write(spark.read.parquet(str(layout.initial)))
+        timings["WideTable.write"].append(time.perf_counter() - start)
+        for name, path in (("plain Delta append", plain), ("WideTable.write", wide)):
+            if not same_rows(path, expected):
+                print(f"{name}: MISMATCH with the generated rows (repeat {repeat})")
+                return 1
+        for path in (plain, wide, Path(f"{wide}_changelog")):
+            shutil.rmtree(path, ignore_errors=True)
+    medians = {name: statistics.median(seconds) for name, seconds in timings.items()}
+    print(f"N={args.rows}, {args.repeats} repeats, both oracle-exact")
+    for name, seconds in timings.items():
+        print(f"  {name:20} median {medians[name]:.2f} s  ({', '.join(f'{s:.2f}' for s in seconds)})")
+    print(f"  ratio write/append: {medians['WideTable.write'] / medians['plain Delta append']:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
