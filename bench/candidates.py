@@ -1,8 +1,12 @@
 """The benchmark's candidates; each runs in a fresh process: `python -m bench.candidates <name> <root> <n> <k> <result.json>`.
 
 A candidate does its untimed setup (engine start, table copy, loading a base it keeps in memory), then
-the timed incremental apply, and leaves the new table state persisted at `Layout.output(name)`
-(Delta or Parquet), which the driver reads and compares to the oracle.
+the timed incremental apply, and leaves the new table state persisted at `Layout.output(name)`: a Delta
+table `wide` (plus its rows saved through Spark as Parquet `rows` where delta-rs 1.6 cannot read it:
+deletion vectors) or Parquet, which the driver reads and compares to the oracle.
+
+Every candidate applies the workload's semantics (`bench.workload`): per key, source and column the
+newest non-NULL value of the batch wins unless it is older than the stored row's op time.
 """
 
 from __future__ import annotations
@@ -18,10 +22,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bench.workload import COLUMN_NAMES, COLUMNS, KEY, OPTIONS, SOURCES, Layout
+from bench.workload import COLUMN_NAMES, COLUMNS, KEY, OPTIONS, SCHEMA, SOURCES, Layout, Source
 
 # The write-only candidate's bucket count (a storage option: Paimon's `bucket`).
 BUCKETS = 16
+# The WideTable bases by name: options added to the workload's.
+WIDE_BASES = {
+    "default": {},
+    "cow": {"deletion-vectors.enabled": "false"},
+    "write_only": {"write-only": "true", "bucket": str(BUCKETS)},
+}
+# The plain Delta bases by name: their Delta table properties.
+PLAIN_BASES = {"delta": {}, "delta_dv": {"delta.enableDeletionVectors": "true"}}
 
 
 class Timings(dict[str, float]):
@@ -35,15 +47,47 @@ class Timings(dict[str, float]):
 
 
 # ------------------------------------------------------------------------------------------ shared SQL
+def value_ts(source: Source, column: str) -> str:
+    """The reduced batch's column holding the op time of `column`'s reduced value (`source.ts` itself
+    for the op time column)."""
+    return source.ts if column == source.ts else f"{column}__ts"
+
+
+# The reduced batch: one row per key; per source its newest op time and per value column the newest
+# non-NULL value with that value's op time (NULL where the key has none).
+REDUCED_COLUMNS = [*COLUMN_NAMES, *(value_ts(s, c) for s in SOURCES for c, _ in s.values)]
+
+
+def newest_non_null(column: str, ts: str) -> str:
+    """SQL aggregate: the non-NULL `column` of the group's row with the largest `ts`. `max_by` skips rows
+    whose ordering is NULL; it picks any of tied rows, and within a key and source the op times tie
+    only among late records, which lose to the stored row anyway."""
+    return f"max_by({column}, CASE WHEN {column} IS NOT NULL THEN {ts} END)"
+
+
+def reduce_sql(changes: str) -> str:
+    """The sparse batch relation `changes` reduced to `REDUCED_COLUMNS` by one GROUP BY of the key (a
+    record's columns outside its source are NULL, so every aggregate sees its own source's records)."""
+    aggregates = []
+    for source in SOURCES:
+        for column, _ in source.values:
+            aggregates.append(f"{newest_non_null(column, source.ts)} AS {column}")
+            aggregates.append(
+                f"max(CASE WHEN {column} IS NOT NULL THEN {source.ts} END) AS {value_ts(source, column)}"
+            )
+        aggregates.append(f"max({source.ts}) AS {source.ts}")
+    return f"SELECT {KEY}, {', '.join(aggregates)} FROM {changes} GROUP BY {KEY}"
+
+
 def latest_join_sql(relations: dict[str, str]) -> str:
-    """Each source's newest row per key by op time, full-outer-joined on the key (the N-way join)."""
+    """Each source's state reduced per key (the newest non-NULL value of each column by op time, the
+    newest op time), full-outer-joined on the key (the N-way join)."""
     ctes = []
     for source in SOURCES:
-        columns = ", ".join((KEY, *source.columns))
+        values = ", ".join(f"{newest_non_null(c, source.ts)} AS {c}" for c, _ in source.values)
         ctes.append(
-            f"latest_{source.name} AS (SELECT {columns} FROM (SELECT {columns}, row_number() OVER "
-            f"(PARTITION BY {KEY} ORDER BY {source.ts} DESC) AS _rank FROM {relations[source.name]}) "
-            "AS ranked WHERE _rank = 1)"
+            f"latest_{source.name} AS (SELECT {KEY}, {values}, max({source.ts}) AS {source.ts} "
+            f"FROM {relations[source.name]} GROUP BY {KEY})"
         )
     joined = f"latest_{SOURCES[0].name}"
     keys = [f"latest_{SOURCES[0].name}.{KEY}"]
@@ -55,39 +99,88 @@ def latest_join_sql(relations: dict[str, str]) -> str:
 
 
 def merge_assignments() -> dict[str, str]:
-    """MERGE update expressions (target `t`, reduced batch `s`): a source's columns change when its op
-    time is newer or equal (Paimon's sequence-group rule); the same text for delta-rs and DuckDB."""
+    """MERGE update expressions (target `t`, reduced batch `s`): a value column takes the reduced value
+    when there is one and its op time is newer or equal to the stored row's (Paimon's sequence-group
+    rule), and the op time takes the newer one; the same text for delta-rs, DuckDB and Sail."""
     updates = {}
     for source in SOURCES:
-        newer = f"s.{source.ts} IS NOT NULL AND (t.{source.ts} IS NULL OR s.{source.ts} >= t.{source.ts})"
         for column in source.columns:
-            updates[column] = f"CASE WHEN {newer} THEN s.{column} ELSE t.{column} END"
+            newer = f"t.{source.ts} IS NULL OR s.{value_ts(source, column)} >= t.{source.ts}"
+            updates[column] = (
+                f"CASE WHEN s.{column} IS NOT NULL AND ({newer}) THEN s.{column} ELSE t.{column} END"
+            )
     return updates
 
 
+def merge_sql(target: str, reduced: str) -> str:
+    """`MERGE INTO target` from the reduced batch (a parenthesized query) in DuckDB's and Spark's SQL."""
+    sets = ", ".join(f"{c} = {e}" for c, e in merge_assignments().items())
+    return (
+        f"MERGE INTO {target} AS t USING {reduced} AS s ON t.{KEY} = s.{KEY} "
+        f"WHEN MATCHED THEN UPDATE SET {sets} "
+        f"WHEN NOT MATCHED THEN INSERT ({', '.join(COLUMN_NAMES)}) "
+        f"VALUES ({', '.join(f's.{c}' for c in COLUMN_NAMES)})"
+    )
+
+
 def reduced_batch(layout: Layout) -> Any:
-    """The batch as one row per key in pyarrow: each source's newest record, NULL where it has none."""
-    import numpy as np
-    import pyarrow.compute as pc
+    """The reduced batch (`REDUCED_COLUMNS`) in pyarrow: each source's reduced records, full-outer-joined
+    on the key."""
     import pyarrow.parquet as pq
 
     changes = pq.read_table(layout.changes)
-    reduced = None
-    for source in SOURCES:
-        records = changes.filter(pc.is_valid(changes[source.ts])).select([KEY, *source.columns])
-        records = records.sort_by([(KEY, "ascending"), (source.ts, "descending")])
-        keys = records[KEY].to_numpy()
-        latest = records.take(np.flatnonzero(np.append(True, keys[1:] != keys[:-1])))
-        reduced = latest if reduced is None else reduced.join(latest, KEY, join_type="full outer")
-    return reduced.select(COLUMN_NAMES)
+    reduced = _reduced_source(changes, SOURCES[0])
+    for source in SOURCES[1:]:
+        reduced = reduced.join(_reduced_source(changes, source), KEY, join_type="full outer")
+    return reduced.select(REDUCED_COLUMNS)
+
+
+def _reduced_source(changes: Any, source: Source) -> Any:
+    """One source's records of the batch sorted by key and op time, then per key the last non-NULL
+    value of each column, its op time and the newest op time."""
+    import pyarrow.compute as pc
+
+    records = changes.filter(pc.is_valid(changes[source.ts])).select([KEY, *source.columns])
+    for column, _ in source.values:
+        records = records.append_column(
+            value_ts(source, column), pc.if_else(pc.is_valid(records[column]), records[source.ts], None)
+        )
+    records = records.sort_by([(KEY, "ascending"), (source.ts, "ascending")])
+    # "last" skips NULLs and needs the rows in order (no threads); sort_by is stable.
+    aggregates = [(c, "last") for c, _ in source.values]
+    aggregates += [(value_ts(source, c), "max") for c in source.columns]
+    latest = records.group_by(KEY, use_threads=False).aggregate(aggregates)
+    return latest.rename_columns({f"{c}_{f}": c for c, f in aggregates})
 
 
 # ------------------------------------------------------------------------------------------ candidates
-def _wide_write(layout: Layout, mode: str, timings: Timings) -> Any:
-    """Copy the `mode` base WideTable to this candidate's output (untimed) and time one `write`."""
+def _copied_base(layout: Layout, base: str, candidate: str) -> Path:
+    """A private copy of the `base` table (and a WideTable's changelog) as `candidate`'s output table:
+    writes change it in place."""
+    source, target = layout.base(base), layout.output(candidate) / "wide"
+    for suffix in ("", "_changelog") if base in WIDE_BASES else ("",):
+        shutil.copytree(f"{source}{suffix}", f"{target}{suffix}")
+    # The copy's writeback (about 1 GB at N=10M) must not compete with the timed write.
+    os.sync()
+    return target
+
+
+def _save_rows(rows: Any, layout: Layout, candidate: str) -> None:
+    """Save a result's rows through Spark as Parquet (untimed): delta-rs 1.6 cannot read a table whose
+    protocol has deletion vectors."""
+    rows.write.parquet(str(layout.output(candidate) / "rows"))
+
+
+def _materialize(rows: Any) -> None:
+    """Compute every row and drop it (Spark's `noop` sink)."""
+    rows.write.format("noop").mode("overwrite").save()
+
+
+def _wide_write(layout: Layout, base: str, candidate: str, timings: Timings) -> Any:
+    """Time one `WideTable.write` of the batch into `candidate`'s copy of the `base` WideTable."""
     from wide_assets import WideTable, get_spark
 
-    table = _copied_base(layout, mode, layout.output(f"wide_assets_{mode}"))
+    table = _copied_base(layout, base, candidate)
     spark = get_spark()
     wide = WideTable.open(spark, table)
     with timings.phase("total"):
@@ -95,42 +188,39 @@ def _wide_write(layout: Layout, mode: str, timings: Timings) -> Any:
     return wide
 
 
-def _copied_base(layout: Layout, mode: str, output: Path) -> Path:
-    """A private copy of the base table and its changelog (writes change them in place)."""
-    base = layout.base(mode)
-    for suffix in ("", "_changelog"):
-        shutil.copytree(f"{base}{suffix}", f"{output / 'wide'}{suffix}")
-    # The copy's writeback (about 1 GB at N=10M) must not compete with the timed write.
-    os.sync()
-    return output / "wide"
+def wide_assets_default(layout: Layout, timings: Timings) -> None:
+    """`WideTable.write` into a table created with the workload's options only: the library's default
+    storage (merge, changelog append, MERGE into Delta)."""
+    wide = _wide_write(layout, "default", "wide_assets_default", timings)
+    _save_rows(wide.read(), layout, "wide_assets_default")
 
 
 def wide_assets_cow(layout: Layout, timings: Timings) -> None:
-    """`WideTable.write` into a copy-on-write table: merge, changelog append, MERGE into Delta."""
-    _wide_write(layout, "cow", timings)
+    """`WideTable.write` into a table with `deletion-vectors.enabled` false: its MERGE rewrites files."""
+    wide = _wide_write(layout, "cow", "wide_assets_cow", timings)
+    _save_rows(wide.read(), layout, "wide_assets_cow")
 
 
 def wide_assets_write_only(layout: Layout, timings: Timings) -> None:
-    """`WideTable.write` into a write-only table (merge + changelog append); compaction timed apart."""
-    wide = _wide_write(layout, "write_only", timings)
+    """`WideTable.write` into a write-only table (merge + changelog append); timed apart: the union read
+    with the commit pending, compaction, the same read of the compacted table."""
+    wide = _wide_write(layout, "write_only", "wide_assets_write_only", timings)
+    with timings.phase("read_pending"):
+        _materialize(wide.read())
     with timings.phase("compaction"):
         wide.compact()
+    with timings.phase("read_compacted"):
+        _materialize(wide.read())
+    _save_rows(wide.read(), layout, "wide_assets_write_only")
 
 
-def wide_assets_cow_dv(layout: Layout, timings: Timings) -> None:
-    """`WideTable.write` into a copy-on-write table whose MERGE writes deletion vectors instead of
-    rewriting files; its rows are saved through Spark afterwards (untimed) for the check."""
-    wide = _wide_write(layout, "cow_dv", timings)
-    wide.read().write.parquet(str(layout.output("wide_assets_cow_dv") / "rows"))
-
-
-def dagster_cow(layout: Layout, timings: Timings) -> None:
-    """The copy-on-write `WideTable.write` as the body of a Dagster asset, materialized on a sqlite instance."""
+def dagster_default(layout: Layout, timings: Timings) -> None:
+    """The default `WideTable.write` as the body of a Dagster asset, materialized on a sqlite instance."""
     import dagster as dg
 
     from wide_assets import WideTable, get_spark
 
-    table = _copied_base(layout, "cow", layout.output("dagster_cow"))
+    table = _copied_base(layout, "default", "dagster_default")
     spark = get_spark()
 
     @dg.asset(name="product_360_bench")
@@ -147,6 +237,33 @@ def dagster_cow(layout: Layout, timings: Timings) -> None:
         instance.dispose()
     if not result.success:
         raise RuntimeError("the Dagster materialization failed")
+    _save_rows(WideTable.open(spark, table).read(), layout, "dagster_default")
+
+
+def _sail_merge(layout: Layout, base: str, candidate: str, timings: Timings) -> None:
+    """Sail's `MERGE INTO` of the batch reduced in Sail SQL into a copy of the plain Delta `base`; the
+    reduction alone is timed apart afterwards (`reduce_alone`, not in the total)."""
+    from wide_assets import get_spark
+
+    table = _copied_base(layout, base, candidate)
+    spark = get_spark()
+    changes = spark.read.parquet(str(layout.changes))
+    reduced = f"({reduce_sql('{changes}')})"
+    with timings.phase("total"):
+        spark.sql(merge_sql(f"delta.`{table}`", reduced), changes=changes).collect()
+    with timings.phase("reduce_alone"):
+        _materialize(spark.sql(reduced, changes=changes))
+    _save_rows(spark.read.format("delta").load(str(table)), layout, candidate)
+
+
+def sail_merge(layout: Layout, timings: Timings) -> None:
+    """Sail `MERGE INTO` a plain Delta table (copy-on-write: touched files are rewritten)."""
+    _sail_merge(layout, "delta", "sail_merge", timings)
+
+
+def sail_merge_dv(layout: Layout, timings: Timings) -> None:
+    """Sail `MERGE INTO` a plain Delta table with deletion vectors enabled."""
+    _sail_merge(layout, "delta_dv", "sail_merge_dv", timings)
 
 
 def _recompute(spark: Any, layout: Layout, output: Path) -> None:
@@ -178,10 +295,10 @@ def recompute_jvm(layout: Layout, timings: Timings) -> None:
 
 
 def deltars_merge(layout: Layout, timings: Timings) -> None:
-    """delta-rs MERGE of the batch reduced to one row per key (in pyarrow, timed)."""
+    """delta-rs MERGE into a copy of the plain Delta base of the batch reduced in pyarrow (timed)."""
     from deltalake import DeltaTable
 
-    table = _copied_base(layout, "cow", layout.output("deltars_merge"))
+    table = _copied_base(layout, "delta", "deltars_merge")
     with timings.phase("total"):
         with timings.phase("reduce"):
             reduced = reduced_batch(layout)
@@ -201,22 +318,12 @@ def duckdb_merge(layout: Layout, timings: Timings) -> None:
 
     connection = duckdb.connect()
     connection.execute(f"CREATE TABLE wide AS SELECT * FROM read_parquet('{layout.initial}')")
-    relations = {
-        s.name: f"(SELECT {KEY}, {', '.join(s.columns)} FROM read_parquet('{layout.changes}') "
-        f"WHERE {s.ts} IS NOT NULL)"
-        for s in SOURCES
-    }
-    sets = ", ".join(f"{c} = {e}" for c, e in merge_assignments().items())
+    reduced = "(" + reduce_sql(f"read_parquet('{layout.changes}')") + ")"
     output = layout.output("duckdb_merge")
     output.mkdir(parents=True)
     with timings.phase("total"):
         with timings.phase("merge"):
-            connection.execute(
-                f"MERGE INTO wide AS t USING ({latest_join_sql(relations)}) AS s ON t.{KEY} = s.{KEY} "
-                f"WHEN MATCHED THEN UPDATE SET {sets} "
-                f"WHEN NOT MATCHED THEN INSERT ({', '.join(COLUMN_NAMES)}) "
-                f"VALUES ({', '.join(f's.{c}' for c in COLUMN_NAMES)})"
-            )
+            connection.execute(merge_sql("wide", reduced))
         connection.execute(f"COPY wide TO '{output / 'wide.parquet'}' (FORMAT parquet)")
 
 
@@ -235,57 +342,67 @@ def pyarrow_floor(layout: Layout, timings: Timings) -> None:
         # dataset filter gives the same rows, 4x slower).
         base = pq.read_table(layout.initial)
         stored = base.filter(pc.is_in(base[KEY], reduced[KEY]))
-        joined = reduced.join(stored, KEY, join_type="left outer", right_suffix="__t")
+        joined = reduced.join(stored, KEY, join_type="left outer", right_suffix="_stored")
         images = {KEY: joined[KEY]}
         for source in SOURCES:
-            new, old = joined[source.ts], joined[f"{source.ts}__t"]
-            newer = pc.and_kleene(pc.is_valid(new), pc.or_kleene(pc.is_null(old), pc.greater_equal(new, old)))
+            stored_ts = joined[f"{source.ts}_stored"]
             for column in source.columns:
-                images[column] = pc.if_else(
-                    pc.fill_null(newer, False), joined[column], joined[f"{column}__t"]
+                # As `merge_assignments`: a reduced value wins unless older than the stored row.
+                newer = pc.or_kleene(
+                    pc.is_null(stored_ts), pc.greater_equal(joined[value_ts(source, column)], stored_ts)
                 )
+                wins = pc.fill_null(pc.and_kleene(pc.is_valid(joined[column]), newer), False)
+                images[column] = pc.if_else(wins, joined[column], joined[f"{column}_stored"])
         pq.write_table(pa.table(images), output / "images.parquet")
 
 
 CANDIDATES: dict[str, Callable[[Layout, Timings], None]] = {
     f.__name__: f
     for f in (
+        wide_assets_default,
         wide_assets_cow,
         wide_assets_write_only,
-        wide_assets_cow_dv,
-        dagster_cow,
+        dagster_default,
+        deltars_merge,
+        sail_merge,
+        sail_merge_dv,
+        duckdb_merge,
         recompute_sail,
         recompute_jvm,
-        deltars_merge,
-        duckdb_merge,
         pyarrow_floor,
     )
 }
 
 
 def setup(layout: Layout) -> None:
-    """Create the copy-on-write and write-only base WideTables holding the initial table: its rows are
-    appended to the Delta table directly (as `WideTable.rebuild` writes them), so 10M rows load fast."""
+    """Create the bases holding the initial table: the WideTables of `WIDE_BASES`, whose rows are
+    appended to the Delta table directly (as `WideTable.rebuild` writes them, so 10M rows load fast),
+    and the plain Delta tables of `PLAIN_BASES`, appended by Sail (created by delta-rs first when they
+    have table properties)."""
+    from deltalake import DeltaTable
+
     from wide_assets import WideTable, get_spark
     from wide_assets.spec import BUCKET_COLUMN
 
     spark = get_spark()
-    modes = {
-        "cow": {},
-        "write_only": {"write-only": "true", "bucket": str(BUCKETS)},
-        "cow_dv": {"deletion-vectors.enabled": "true"},
-    }
-    for mode, extra in modes.items():
-        path = layout.base(mode)
+    rows = spark.read.parquet(str(layout.initial))
+    for name, extra in WIDE_BASES.items():
+        path = layout.base(name)
         if path.exists():
             continue
         bucketing = WideTable.create(spark, path, COLUMNS, [KEY], {**OPTIONS, **extra}).spec.bucketing
-        rows = spark.read.parquet(str(layout.initial))
         if bucketing is None:
             rows.write.format("delta").mode("append").save(str(path))
         else:
-            rows = rows.selectExpr("*", f"{bucketing.expression()} AS {BUCKET_COLUMN}")
-            rows.write.format("delta").mode("append").partitionBy(BUCKET_COLUMN).save(str(path))
+            bucketed = rows.selectExpr("*", f"{bucketing.expression()} AS {BUCKET_COLUMN}")
+            bucketed.write.format("delta").mode("append").partitionBy(BUCKET_COLUMN).save(str(path))
+    for name, configuration in PLAIN_BASES.items():
+        path = layout.base(name)
+        if path.exists():
+            continue
+        if configuration:
+            DeltaTable.create(str(path), schema=SCHEMA, configuration=configuration)
+        rows.write.format("delta").mode("append").save(str(path))
 
 
 def main(argv: list[str]) -> None:

@@ -1,10 +1,20 @@
 """The product_360 benchmark workload: schema, deterministic data, the file layout and the oracle.
 
 Five sources each own 1-2 value columns plus their op time (`<source>_ts`, bigint), one Paimon
-sequence group per source. The initial state has a row for every one of N keys in every source; the
-incremental batch has K change records, each of one source: 10% carry an op time older than the
-stored one (they must lose), 5% are for new keys (N and up), the rest update uniform random keys with
-a newer op time. Keys repeat within the batch (the newest op time wins); op times never tie.
+sequence group per source; every value column aggregates with `last_non_null_value`, so a NULL value
+means "no opinion" (as Paimon users write partial rows). The initial state has a row for every one of
+N keys in every source, fully filled; the incremental batch has K change records, each of one source,
+whose value columns are each NULL with probability 0.2 (the op time is always set): 10% carry an op
+time older than the stored one (they must lose), 5% are for new keys (N and up), the rest update
+uniform random keys with a newer op time. Keys repeat within the batch.
+
+Semantics, per key and source: a value column takes the value of the newest record (largest op time,
+the later record on a tie) whose value is not NULL among the batch records whose op time is >= the
+stored row's op time for that source; with no such record it keeps the stored value (NULL for a new
+key). The source's op time becomes the max of the stored one and the batch's. Paimon folds records in
+arrival order (`last_non_null_value`: a newer record's non-NULL value replaces, an older record only
+fills a NULL); here non-late op times increase with arrival and late records are older than a stored
+row whose values are all set, so that fold gives exactly this rule.
 """
 
 from __future__ import annotations
@@ -20,6 +30,7 @@ import pyarrow.parquet as pq
 KEY = "product_id"
 LATE_SHARE = 0.10
 NEW_KEY_SHARE = 0.05
+NULL_SHARE = 0.20  # per value column of a batch record
 ARROW_TYPES = {"string": pa.string(), "double": pa.float64(), "date": pa.date32(), "bigint": pa.int64()}
 
 
@@ -52,6 +63,7 @@ COLUMN_NAMES = [c for c, _ in COLUMNS]
 SCHEMA = pa.schema([(c, ARROW_TYPES[t]) for c, t in COLUMNS])
 OPTIONS = {
     "merge-engine": "partial-update",
+    "fields.default-aggregate-function": "last_non_null_value",
     **{f"fields.{s.ts}.sequence-group": ",".join(c for c, _ in s.values) for s in SOURCES},
 }
 
@@ -77,9 +89,10 @@ class Layout:
         """The initial wide table as one Parquet file (every source loaded)."""
         return self.table_dir / "initial.parquet"
 
-    def base(self, mode: str) -> Path:
-        """The initial wide table as a WideTable (Delta) in `mode` (copy-on-write or write-only)."""
-        return self.table_dir / f"base_{mode}" / "wide"
+    def base(self, name: str) -> Path:
+        """The initial wide table as a Delta table: a WideTable's (`default`, `cow`, `write_only`; its
+        changelog next to it) or a plain one (`delta`, `delta_dv` with deletion vectors enabled)."""
+        return self.table_dir / f"base_{name}" / "wide"
 
     def source_files(self, source: Source) -> list[str]:
         """A source's state table: its initial rows plus the batch's records of it, appended."""
@@ -90,7 +103,8 @@ class Layout:
 
     @property
     def changes(self) -> Path:
-        """The batch as one sparse frame: the key plus every column, NULL outside the record's source."""
+        """The batch as one sparse frame: the key plus every column, NULL outside the record's source
+        (whose op time is set)."""
         return self.run_dir / "changes.parquet"
 
     def output(self, candidate: str) -> Path:
@@ -141,12 +155,12 @@ def generate(layout: Layout, seed: int) -> None:
     ts[late] = stored[owner[late], keys[late]] - rng.integers(1, 1000, int(late.sum()))
     columns = {KEY: pa.array(keys)}
     for index, source in enumerate(SOURCES):
-        other = pa.array(owner != index)
+        other = owner != index
         for name, sql_type in source.values:
-            columns[name] = pc.if_else(
-                other, pa.scalar(None, ARROW_TYPES[sql_type]), _values(rng, name, sql_type, k)
-            )
-        columns[source.ts] = pc.if_else(other, pa.scalar(None, pa.int64()), pa.array(ts))
+            values = _values(rng, name, sql_type, k)
+            absent = pa.array(other | (rng.random(k) < NULL_SHARE))
+            columns[name] = pc.if_else(absent, pa.scalar(None, ARROW_TYPES[sql_type]), values)
+        columns[source.ts] = pc.if_else(pa.array(other), pa.scalar(None, pa.int64()), pa.array(ts))
     changes = pa.table(columns, schema=SCHEMA)
     (layout.run_dir / "batch").mkdir(parents=True, exist_ok=True)
     pq.write_table(changes, layout.changes)
@@ -156,8 +170,9 @@ def generate(layout: Layout, seed: int) -> None:
 
 
 def oracle(layout: Layout) -> pa.Table:
-    """The expected table, computed independently of every candidate with numpy indexing: per source,
-    each key's newest record by op time (the stored row or a batch record), then every key any source has."""
+    """The expected table, computed independently of every candidate with numpy indexing: per source
+    and column, each key's newest eligible batch record (op time >= the stored one) holding a value in
+    that column, else the stored value; then every key any source has."""
     initial = pq.read_table(layout.initial)
     changes = pq.read_table(layout.changes)
     n = layout.n
@@ -166,25 +181,27 @@ def oracle(layout: Layout) -> pa.Table:
     present = np.zeros(size, dtype=bool)
     present[:n] = True
     present[keys] = True
+    positions = np.arange(changes.num_rows)
     columns = {KEY: pa.array(np.arange(size, dtype=np.int64))}
     for source in SOURCES:
         ts = changes[source.ts]
-        records = np.flatnonzero(pc.is_valid(ts).to_numpy(zero_copy_only=False))
         record_ts = ts.to_numpy(zero_copy_only=False)
-        # Records of this source sorted by key, then op time: the last of each key is its newest.
-        order = records[np.lexsort((record_ts[records], keys[records]))]
-        newest = order[np.append(keys[order][1:] != keys[order][:-1], True)]
         stored_ts = np.full(size, -1, dtype=np.int64)
         stored_ts[:n] = initial[source.ts].to_numpy()
-        winners = newest[record_ts[newest] > stored_ts[keys[newest]]]
-        # Row indexes into (initial rows ++ batch records); -1 (no value at all) becomes NULL.
-        index = np.full(size, -1, dtype=np.int64)
-        index[:n] = np.arange(n)
-        index[keys[winners]] = n + winners
-        take = pa.array(index, mask=index < 0)
+        records = np.flatnonzero(pc.is_valid(ts).to_numpy(zero_copy_only=False))
+        eligible = records[record_ts[records] >= stored_ts[keys[records]]]
         for name in source.columns:
+            # The op time itself is set in every record: the newest eligible record gives it.
+            holding = eligible[pc.is_valid(changes[name]).to_numpy(zero_copy_only=False)[eligible]]
+            # Sorted by key, op time, position in the batch: the last of each key is its winner.
+            order = holding[np.lexsort((positions[holding], record_ts[holding], keys[holding]))]
+            winners = order[np.append(keys[order][1:] != keys[order][:-1], True)]
+            # Row indexes into (initial rows ++ batch records); -1 (no value at all) becomes NULL.
+            index = np.full(size, -1, dtype=np.int64)
+            index[:n] = np.arange(n)
+            index[keys[winners]] = n + winners
             both = pa.chunked_array([*initial[name].chunks, *changes[name].chunks]).combine_chunks()
-            columns[name] = both.take(take)
+            columns[name] = both.take(pa.array(index, mask=index < 0))
     return pa.table(columns, schema=SCHEMA).filter(pa.array(present))
 
 

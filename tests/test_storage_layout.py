@@ -70,7 +70,7 @@ def test_rows_sit_in_the_bucket_jvm_spark_computes(spark: Any, jvm_spark: Any, t
     )
     keys = [(k, f"naïve-{k % 13}", k) for k in range(-50, 250, 3)]
     table.write(spark.createDataFrame(keys, "k bigint, s string, v int"))
-    stored = {(r["k"], r["s"]): r["_bucket"] for r in DeltaTable(table.path).to_pyarrow_table().to_pylist()}
+    stored = {(r.k, r.s): r._bucket for r in spark.read.format("delta").load(table.path).collect()}
     activate(jvm_spark)
     reference = jvm_spark.sql(
         "SELECT k, s, CAST(pmod(xxhash64(k, s), 7) AS INT) AS b FROM {keys}",

@@ -60,6 +60,9 @@ class Aggregator:
     name: str = ""
     types: tuple[str, ...] | None = None
     stateful = False
+    # Whether folding can fail on the accumulated value (an overflow check): then a record cannot be
+    # judged without the stored row, so a write-only table's writers must look it up.
+    checks_accumulator = False
     # Paimon's refusal of another column type ({column}, {type} filled in; the function's factory), and
     # the type roots Fluss's refusal lists.
     paimon_type_error = ""
@@ -169,6 +172,7 @@ class Sum(Aggregator):
     types = NUMERIC
     paimon_type_error = "Data type for sum column must be 'NumericType' but was '{type}'."
     fluss_roots = FLUSS_NUMERIC_ROOTS
+    checks_accumulator = True
 
     def agg(self, x: Operands) -> str:
         return ignoring_nulls(x, checked(x, "add", x.acc, x.inp))
@@ -183,6 +187,8 @@ class Sum(Aggregator):
 class WrappingSum(Sum):
     """Fluss `sum`: integral overflow wraps around (no check)."""
 
+    checks_accumulator = False
+
     def agg(self, x: Operands) -> str:
         return ignoring_nulls(x, wrapped(x, "add"))
 
@@ -192,6 +198,7 @@ class Product(Aggregator):
     types = NUMERIC
     paimon_type_error = "Data type for product column must be 'NumericType' but was '{type}'."
     fluss_roots = FLUSS_NUMERIC_ROOTS
+    checks_accumulator = True
 
     def agg(self, x: Operands) -> str:
         return ignoring_nulls(x, checked(x, "multiply", x.acc, x.inp))
@@ -202,6 +209,8 @@ class Product(Aggregator):
 
 
 class WrappingProduct(Product):
+    checks_accumulator = False
+
     def agg(self, x: Operands) -> str:
         return ignoring_nulls(x, wrapped(x, "multiply"))
 

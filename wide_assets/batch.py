@@ -7,7 +7,7 @@ on Sail (Spark Connect) and on classic JVM Spark. Delta I/O lives in `wide_asset
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -15,7 +15,7 @@ from wide_assets.errors import InvalidInputError, first_line
 from wide_assets.java_text import java_list
 from wide_assets.merge import MergeContext, engine_for, merge_query
 from wide_assets.spec import TableSpec
-from wide_assets.sql import ADDS, RowKind, kind_in, quote, string_literal
+from wide_assets.sql import ADDS, RETRACTS, RowKind, kind_in, quote, string_literal
 
 EXAMPLES = 3  # bad records quoted per kind of problem
 
@@ -27,6 +27,12 @@ class PreparedBatch:
     frame: DataFrame
     context: MergeContext
     records: int | None = None  # counted while validating, when known
+    retractions: int | None = None  # -U and -D records, counted with `records`
+
+    @property
+    def adds_only(self) -> bool:
+        """Known to hold no retraction: the merge may take its faster shape (see `merge_query`)."""
+        return self.retractions == 0
 
 
 def prepare_batch(
@@ -57,8 +63,8 @@ def prepare_batch(
     targets = _target_columns(spec, given, target_columns)
     context = MergeContext(spec, targets)
     engine_for(spec.merge).check_write(context)
-    records = _check_values(spark, spec, changes, given, targets)
-    return PreparedBatch(_normalized(spark, spec, changes, given), context, records)
+    records, retractions = _check_values(spark, spec, changes, given, targets)
+    return PreparedBatch(_normalized(spark, spec, changes, given), context, records, retractions)
 
 
 def _target_columns(
@@ -117,9 +123,9 @@ def _check_values(
     changes: DataFrame,
     given: list[str],
     targets: tuple[str, ...] | None,
-) -> int:
+) -> tuple[int, int]:
     """One aggregate pass over the raw changes counting every kind of bad record; raise with examples.
-    Returns the number of records."""
+    Returns the number of records and of retractions among them."""
 
     def cast(column: str) -> str:
         name = quote(column)
@@ -153,6 +159,7 @@ def _check_values(
         ] = (kind_in(kind, [RowKind.DELETE]), kind)
     counts = [f"count_if({condition}) AS `{i}`" for i, (condition, _) in enumerate(checks.values())]
     counts.append("count(*) AS records")
+    counts.append(f"count_if({kind_in(kind, RETRACTS)}) AS retractions")
     if "_offset" in given:
         counts.append("count(_offset) - count(DISTINCT _offset) AS duplicate_offsets")
     try:
@@ -175,7 +182,7 @@ def _check_values(
         )
     if problems:
         raise InvalidInputError("Invalid changes, nothing was written: " + "; ".join(problems) + ".")
-    return int(result["records"])
+    return int(result["records"]), int(result["retractions"])
 
 
 def assign_auto_increment(
@@ -205,7 +212,7 @@ def assign_auto_increment(
     frame = spark.sql(
         f"SELECT {columns} FROM {{frame}} b LEFT JOIN {{ids}} n ON {joined}", frame=batch.frame, ids=new_keys
     )
-    return PreparedBatch(frame, batch.context, batch.records), next_id + assigned
+    return replace(batch, frame=frame), next_id + assigned
 
 
 def merge_batch(
@@ -218,7 +225,8 @@ def merge_batch(
         function = batch.context.aggregator(column)
         if function is not None:
             function.prepare(spark)
-    entries = spark.sql(merge_query(batch.context, segmented), batch=batch.frame, stored=stored)
+    query = merge_query(batch.context, segmented, batch.adds_only)
+    entries = spark.sql(query, batch=batch.frame, stored=stored)
     columns = ", ".join(quote(c) for c in spec.column_names)
     return spark.sql(
         f"SELECT _row_kind, {columns}, "

@@ -117,6 +117,23 @@ def transition_counts(spark: SparkSession, spec: TableSpec, entries: DataFrame) 
     return {name: int(row[name]) for name in ("inserted", "updated", "unchanged", "deleted")}
 
 
+def kind_counts(spark: SparkSession, entries: DataFrame) -> dict[str, int]:
+    """`transition_counts` of one commit of an engine that logs exactly one transition per key (+I,
+    -D or a -U/+U pair) and no unchanged key: one aggregate of row kinds, no ranking. Also counts
+    the entries (`changelog_rows`)."""
+    row = spark.sql(
+        f"SELECT count_if({kind_in('_row_kind', [RowKind.INSERT])}) AS inserted, "
+        f"count_if({kind_in('_row_kind', [RowKind.UPDATE_AFTER])}) AS updated, "
+        f"count_if({kind_in('_row_kind', [RowKind.DELETE])}) AS deleted, count(*) AS changelog_rows "
+        "FROM {entries}",
+        entries=entries,
+    ).collect()[0]
+    return {
+        "unchanged": 0,
+        **{name: int(row[name]) for name in ("inserted", "updated", "deleted", "changelog_rows")},
+    }
+
+
 def without_ignored_updates(spark: SparkSession, spec: TableSpec, entries: DataFrame) -> DataFrame:
     """Drop -U/+U pairs equal but for `changelog-producer.row-deduplicate-ignore-fields`."""
     ignored = set(spec.merge.row_deduplicate_ignore_fields)

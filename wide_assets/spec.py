@@ -65,7 +65,7 @@ class TableSpec(Schema):
     def deletion_vectors(self) -> bool:
         """Paimon `deletion-vectors.enabled`: a MERGE marks replaced rows in a deletion vector instead of
         rewriting their data files (Delta's `delta.enableDeletionVectors`)."""
-        return parse_bool(self.options, "deletion-vectors.enabled")
+        return parse_bool(self.options, "deletion-vectors.enabled", default=True)
 
     @cached_property
     def bucketing(self) -> Bucketing | None:

@@ -7,9 +7,23 @@ single columns live in `functions.py`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+
 from wide_assets.aggregate_functions import Operands, aggregator, retraction_unsupported
 from wide_assets.errors import InvalidInputError
 from wide_assets.merge.context import RETRACT, MergeContext, all_of
+
+
+@dataclass(frozen=True)
+class ColumnFold:
+    """One of the independent folds a batch of inserts and updates splits into: the `columns` it owns,
+    which records touch them (`active`, SQL over a batch row's aliased columns) and the state
+    updates of one step (state field -> SQL over the fold's `s` and `r`, as in `MergeEngine.step`)."""
+
+    columns: tuple[str, ...]
+    active: str
+    updates: Mapping[str, str]
 
 
 class MergeEngine:
@@ -25,6 +39,13 @@ class MergeEngine:
     def step(self, ctx: MergeContext) -> str:
         """SQL for the state after merging record `r` into state `s`."""
         raise NotImplementedError
+
+    def column_folds(self, ctx: MergeContext) -> list[ColumnFold] | None:
+        """The fold of a batch with no retraction, split into independent folds over disjoint column
+        sets (each over only the records that touch it, the stored row first); None where the columns
+        depend on each other. Each fold carries a few columns instead of the whole row, and records
+        that do not touch its columns never enter it."""
+        return None
 
     def guard(self, ctx: MergeContext) -> tuple[str, str] | None:
         """(condition over a key's `recs` array, error message): the key's records cannot be merged."""

@@ -16,7 +16,13 @@ from wide_assets.merge.context import (
     any_of,
     compare_tuples,
 )
-from wide_assets.merge.engine import MergeEngine, aggregate_step, retract_step, retraction_merged_with_others
+from wide_assets.merge.engine import (
+    ColumnFold,
+    MergeEngine,
+    aggregate_step,
+    retract_step,
+    retraction_merged_with_others,
+)
 from wide_assets.schema import SequenceGroup
 
 # Paimon's words (PartialUpdateMergeFunction), line breaks and backquotes included.
@@ -40,6 +46,23 @@ class PartialUpdate(MergeEngine):
         if merge.sequence_groups or merge.remove_record_on_delete or merge.ignore_delete:
             return None
         return retraction_merged_with_others(), DELETE_REJECTED
+
+    def column_folds(self, ctx: MergeContext) -> list[ColumnFold] | None:
+        """Without retractions each sequence group folds on its own (P6-P8 read only the group's
+        fields), and so do the ungrouped columns (P1). A `sequence.field` orders whole records, and a
+        target-column write reads which columns it wrote: both keep the row-wide fold."""
+        if ctx.merge.sequence_fields or ctx.target_columns is not None:
+            return None
+        grouped = {c for g in ctx.merge.sequence_groups for c in (*g.protected, *g.sequence_fields)}
+        folds = []
+        ungrouped = tuple(c for c in ctx.values if c not in grouped)
+        if ungrouped:
+            folds.append(ColumnFold(ungrouped, "true", self._ungrouped(ctx)))
+        for group in ctx.merge.sequence_groups:
+            unset = " AND ".join(f"{ctx.aliases[f]} IS NULL" for f in group.sequence_fields)
+            columns = tuple(dict.fromkeys((*group.sequence_fields, *group.protected)))
+            folds.append(ColumnFold(columns, f"NOT ({unset})", self._group_add(ctx, group)))
+        return folds
 
     def step(self, ctx: MergeContext) -> str:
         if not ctx.merge.sequence_groups:

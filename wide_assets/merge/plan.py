@@ -12,11 +12,26 @@ from __future__ import annotations
 from dataclasses import replace
 
 from wide_assets.merge.context import MergeContext, comparable
-from wide_assets.merge.engine import MergeEngine
+from wide_assets.merge.engine import ColumnFold, MergeEngine
 from wide_assets.merge.registry import engine_for
+from wide_assets.options.common import MergeOptions
 from wide_assets.sql import RowKind, fail, kind_in, quote
 
 PRODUCERS_WITH_UNCHANGED_ROWS = ("lookup", "full-compaction")
+
+
+def logs_unchanged_rows(merge: MergeOptions) -> bool:
+    """Whether a key touched but left unchanged gets a -U/+U pair: only where the changelog shows such
+    rows (C4). Deduplication that ignores some fields happens when the changelog is read: a change
+    confined to those fields must still reach the table."""
+    return merge.changelog_producer in PRODUCERS_WITH_UNCHANGED_ROWS and not merge.row_deduplicate
+
+
+def changelog_read_from_merge(merge: MergeOptions) -> bool:
+    """Whether the changelog readers see is the merge's entries, -U included: Paimon's `lookup` and
+    `full-compaction` producers, and every Fluss table. Otherwise (`none`, `input`) the entries only
+    carry the table's new images, and their before-images are not logged."""
+    return merge.dialect == "fluss" or merge.changelog_producer in PRODUCERS_WITH_UNCHANGED_ROWS
 
 
 def kind_filter(ctx: MergeContext) -> str:
@@ -44,7 +59,7 @@ def merge_order(ctx: MergeContext) -> str:
     return ", ".join([*keys, "CASE WHEN _stored THEN 0 ELSE 1 END", "_arrival"])
 
 
-def merge_query(ctx: MergeContext, segmented: bool = False) -> str:
+def merge_query(ctx: MergeContext, segmented: bool = False, adds_only: bool = False) -> str:
     """SQL over `{batch}` (table columns, `_row_kind`, `_offset`) and `{stored}` (the wide table).
 
     Returns the primary key, `_row_kind`, `_order_a`/`_order_i` (the entry's order within the
@@ -54,10 +69,16 @@ def merge_query(ctx: MergeContext, segmented: bool = False) -> str:
     with `_offset`). At each commit's first record of a key whose row does not exist, the fold
     starts again from the empty state, as it would had each commit been merged on its own: state a
     commit left on a row it did not keep (e.g. a retraction's sequence) is not stored.
+
+    `adds_only`: the batch holds no retraction. Then no row stops existing, so segments need no
+    restart, and an engine may split its fold into independent column folds (`column_folds`).
     """
     engine = engine_for(ctx.merge)
     spec = ctx.spec
     keys = [f"k{i}" for i in range(len(spec.primary_key))]
+    column_folds = engine.column_folds(ctx) if adds_only else None
+    if column_folds is not None:
+        return _entries(ctx, engine, keys, _column_folded(ctx, keys, column_folds))
     key_select = ", ".join(f"{quote(k)} AS {a}" for k, a in zip(spec.primary_key, keys, strict=True))
     value_select = ", ".join(f"{ctx.decode(quote(c), c)} AS {ctx.aliases[c]}" for c in ctx.values)
     stored_keys = ", ".join(f"t.{quote(k)} AS {a}" for k, a in zip(spec.primary_key, keys, strict=True))
@@ -115,13 +136,67 @@ WITH b AS (
 ), folded AS (
   SELECT {key_list}, _first, before, {fold} AS st FROM with_stored
 )"""
+    return _entries(ctx, engine, keys, folded)
+
+
+def _entries(ctx: MergeContext, engine: MergeEngine, keys: list[str], folded: str) -> str:
+    """The changelog entries of `folded` (CTEs ending in `folded`: keys, `_first`, `before`, `st`)."""
+    spec = ctx.spec
     # Fluss engines carry their per-record CDC entries in the fold state; Paimon's are derived per key.
     entries = "st.log" if engine.per_record else _transitions(ctx, engine)
     out_keys = ", ".join(f"{a} AS {quote(k)}" for k, a in zip(spec.primary_key, keys, strict=True))
     out_values = ", ".join(f"{ctx.encode('e.v.' + ctx.aliases[c], c)} AS {quote(c)}" for c in ctx.values)
     return f"""{folded}
 SELECT {out_keys}, e.k AS _row_kind, e.a AS _order_a, e.i AS _order_i, {out_values}
-FROM (SELECT {key_list}, inline_entries.* FROM folded LATERAL VIEW inline({entries}) inline_entries) e"""
+FROM (SELECT {", ".join(keys)}, inline_entries.* FROM folded LATERAL VIEW inline({entries}) inline_entries) e"""
+
+
+def _column_folded(ctx: MergeContext, keys: list[str], folds: list[ColumnFold]) -> str:
+    """`folded` for a batch of inserts and updates split into column folds. Each fold's records (its
+    columns only, the ones that touch them, sorted by arrival) follow the stored row, as in the
+    row-wide fold, and start from the empty state; every key with a record exists afterwards."""
+    spec = ctx.spec
+    key_select = ", ".join(f"{quote(k)} AS {a}" for k, a in zip(spec.primary_key, keys, strict=True))
+    key_list = ", ".join(keys)
+    join = " AND ".join(f"t.{a} = g.{a}" for a in keys)
+    values = [ctx.aliases[c] for c in ctx.values]
+    collected, folded = [], []
+    for index, fold in enumerate(folds):
+        fields = [ctx.aliases[c] for c in fold.columns]
+        fields += [ctx.seen("s", c).split(".", 1)[1] for c in ctx.stateful_columns() if c in fold.columns]
+        values_of = ", ".join(f"'{ctx.aliases[c]}', {ctx.record_value(c)}" for c in fold.columns)
+        collected.append(
+            f"sort_array(collect_list(named_struct('_a', _arrival, {values_of})) FILTER (WHERE {fold.active})) "
+            f"AS _recs{index}"
+        )
+        stored = f"named_struct('_a', CAST(-1 AS BIGINT), {values_of})"
+        initial = dict(ctx.state_fields())
+        start = "named_struct(" + ", ".join(f"'{f}', {initial[f]}" for f in fields) + ")"
+        step = "named_struct(" + ", ".join(f"'{f}', {fold.updates.get(f, 's.' + f)}" for f in fields) + ")"
+        records = f"CASE WHEN _exists THEN concat(array({stored}), _recs{index}) ELSE _recs{index} END"
+        folded.append((f"aggregate({records}, {start}, (s, r) -> {step}) AS _fold{index}", index, fields))
+    state = ["'e', true"]
+    for _, index, fields in folded:
+        state += [f"'{f}', _fold{index}.{f}" for f in fields if f in values]
+    stored_values = ", ".join(f"{ctx.decode('t.' + quote(c), c)} AS {ctx.aliases[c]}" for c in ctx.values)
+    before = ", ".join(f"'{a}', {a}" for a in values)
+    return f"""
+WITH b AS (
+  SELECT {key_select}, {", ".join(f"{ctx.decode(quote(c), c)} AS {ctx.aliases[c]}" for c in ctx.values)},
+         CAST(_offset AS BIGINT) AS _arrival
+  FROM {{batch}} WHERE {kind_filter(ctx)}
+), grouped AS (
+  SELECT {key_list}, min(_arrival) AS _first, {", ".join(collected)} FROM b GROUP BY {key_list}
+), joined AS (
+  SELECT g.*, {", ".join(f"t.{a}" for a in values)}, t.{keys[0]} IS NOT NULL AS _exists
+  FROM grouped g LEFT JOIN (SELECT {key_select}, {stored_values} FROM {{stored}} t) t ON {join}
+), with_folds AS (
+  SELECT *, {", ".join(f for f, _, _ in folded)} FROM joined
+), folded AS (
+  SELECT {key_list}, _first, CASE WHEN _exists THEN named_struct({before}) END AS before,
+         named_struct({", ".join(state)}) AS st
+  FROM with_folds
+)"""
 
 
 def _segment_start(segmented: bool, key_list: str, order: str) -> str:
@@ -135,11 +210,7 @@ def _transitions(ctx: MergeContext, engine: MergeEngine) -> str:
     """C3: absent->row +I; row->absent -D; row->row -U/+U (unless deduplicated); one per key."""
     after = "named_struct(" + ", ".join(f"'{a}', st.{a}" for a in (ctx.aliases[c] for c in ctx.values)) + ")"
     entry_type = f"struct<k:string, a:bigint, i:int, v:{ctx.row_type}>"
-    merge = ctx.merge
-    # Rows touched but unchanged are kept only where the changelog shows them (C4). Deduplication
-    # that ignores some fields happens when the changelog is read: a change confined to those
-    # fields must still reach the table.
-    keep_unchanged = merge.changelog_producer in PRODUCERS_WITH_UNCHANGED_ROWS and not merge.row_deduplicate
+    keep_unchanged = logs_unchanged_rows(ctx.merge)
     unchanged = (
         " AND ".join(
             f"{comparable('before.' + ctx.aliases[c], ctx.fold_type(c))} <=> {comparable('st.' + ctx.aliases[c], ctx.fold_type(c))}"

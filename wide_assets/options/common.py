@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from wide_assets.aggregate_functions import aggregator
 from wide_assets.errors import InvalidOptionError
 from wide_assets.java_text import java_hash_order, java_list
 from wide_assets.schema import FieldFunction, Schema, SequenceGroup
@@ -88,9 +89,11 @@ class MergeOptions:
         """Whether a write-only table's writers can skip looking up the stored rows, as Paimon's do: its
         commits log their records as written, and compaction (or a union read) folds them in. That
         equals folding commit by commit only when the stored row always comes first in the merge
-        order (no `sequence.field`), no check depends on it (no aggregate function, whose overflow and
-        retraction checks need the stored value; no partial-update that rejects a delete merged with
-        the stored row), and no key needs an assigned id."""
+        order (no `sequence.field`), no check depends on it (no aggregate function with an overflow
+        check on its accumulator; no partial-update that rejects a delete merged with the stored row),
+        and no key needs an assigned id. The other functions (`last_non_null_value`, `max`,
+        `listagg`, ...) fold the same whenever it happens; a retraction they cannot take fails on
+        the record alone, which the writer checks."""
         rejects_merged_deletes = self.engine == "partial-update" and not (
             self.sequence_groups or self.remove_record_on_delete or self.ignore_delete
         )
@@ -100,7 +103,7 @@ class MergeOptions:
             and self.engine in ("partial-update", "deduplicate", "first-row")
             and not rejects_merged_deletes
             and not self.sequence_fields
-            and not self.functions
+            and not any(aggregator(self.dialect, f.name).checks_accumulator for f in self.functions.values())
             and self.auto_increment is None
         )
 

@@ -7,7 +7,7 @@ from pyspark.sql import DataFrame
 from wide_assets.batch import PreparedBatch, merge_batch
 from wide_assets.changelog import final_images
 from wide_assets.merge import MergeContext, engine_for
-from wide_assets.sql import RowKind, columns, kind_in, string_literal
+from wide_assets.sql import RETRACTS, RowKind, columns, kind_in, string_literal
 from wide_assets.table.log import Origin
 from wide_assets.table.storage import Storage
 
@@ -34,14 +34,20 @@ def folded_fragments(storage: Storage, commits: list[int], stored: DataFrame) ->
     arrival order is commit then offset (the fold is sequential, so this equals commit by commit)."""
     spark, spec = storage.spark, storage.spec
     names = columns(spec.column_names)
+    fragments = (
+        f"_commit BETWEEN {min(commits)} AND {max(commits)} AND _origin = {string_literal(Origin.FRAGMENT)}"
+    )
+    retractions = spark.sql(
+        f"SELECT count_if({kind_in('_row_kind', RETRACTS)}) AS n FROM {{log}} WHERE {fragments}",
+        log=storage.log_frame(),
+    ).collect()[0]["n"]
     records = spark.sql(
         f"SELECT {names}, _row_kind, _segment, row_number() OVER (ORDER BY _segment, _position) AS _offset "
         f"FROM (SELECT {names}, _row_kind, _commit AS _segment, _offset AS _position FROM {{log}} "
-        f"WHERE _commit BETWEEN {min(commits)} AND {max(commits)} "
-        f"AND _origin = {string_literal(Origin.FRAGMENT)})",
+        f"WHERE {fragments})",
         log=storage.log_frame(),
     )
-    batch = PreparedBatch(records, MergeContext(spec))
+    batch = PreparedBatch(records, MergeContext(spec), retractions=int(retractions))
     entries = merge_batch(spark, batch, stored, segmented=True)
     # One merge: its entries belong to the last commit folded, as the log will record them.
     return spark.sql(f"SELECT *, CAST({max(commits)} AS BIGINT) AS _commit FROM {{e}}", e=entries)

@@ -17,9 +17,10 @@ from pyspark.sql import DataFrame
 
 from wide_assets import faults
 from wide_assets.batch import assign_auto_increment, merge_batch, prepare_batch
-from wide_assets.changelog import collapsed_transitions, input_changelog, transition_counts
+from wide_assets.changelog import collapsed_transitions, input_changelog, kind_counts, transition_counts
 from wide_assets.errors import ConcurrentWriteError, merge_errors
-from wide_assets.merge import engine_for
+from wide_assets.merge import changelog_read_from_merge, engine_for, logs_unchanged_rows
+from wide_assets.sql import RowKind, kind_in
 from wide_assets.table.images import commit_images
 from wide_assets.table.log import CommitInfo, Origin, Txn, now
 from wide_assets.table.reads import Reader
@@ -87,7 +88,8 @@ def write(
     if txn is not None:
         done = committed_by(markers.commits, txn)
         if done is not None:
-            return result(storage, done, skipped=True, recovered=recovered)
+            counts = commit_counts(storage, done.commit)
+            return result(storage, done, counts, skipped=True, recovered=recovered)
     batch = prepare_batch(spark, spec, changes, target_columns)
     base_version = storage.version
     info = CommitInfo(
@@ -99,9 +101,11 @@ def write(
         target_columns=batch.context.target_columns,
     )
     if merge.lookup_free_writes:
-        # Their fold into the stored rows waits for compaction. Of these engines' checks only a
-        # guard can fail (on the records alone): run the merge to check it, before the commit.
-        if engine_for(merge).guard(batch.context) is not None:
+        # Their fold into the stored rows waits for compaction. Of these engines' checks only a guard
+        # and a retraction a function cannot take can fail (on the records alone): run the merge to
+        # check them, before the commit.
+        refusable_retraction = bool(merge.functions) and not batch.adds_only
+        if engine_for(merge).guard(batch.context) is not None or refusable_retraction:
             with merge_errors():
                 merge_batch(spark, batch, storage.rows(version=base_version).limit(0)).count()
         parts = [storage.log_rows(batch.frame, info.commit, Origin.FRAGMENT)]
@@ -111,6 +115,8 @@ def write(
             batch, next_id = assign_auto_increment(spark, batch, stored, markers.next_auto_increment)
             info = replace(info, next_auto_increment=next_id)
         entries = merge_batch(spark, batch, stored)
+        if not changelog_read_from_merge(merge):
+            entries = entries.where(f"NOT {kind_in('_row_kind', [RowKind.UPDATE_BEFORE])}")
         parts = [storage.log_rows(entries, info.commit, Origin.MERGED)]
     if merge.changelog_producer == "input":
         parts.append(storage.log_rows(input_changelog(spark, batch), info.commit, Origin.INPUT))
@@ -129,23 +135,36 @@ def write(
     faults.checkpoint("before-changelog-commit")
     storage.append_log(parts, info.commit, Origin.COMMIT, info.to_json())
     faults.checkpoint("after-changelog-commit")
+    counts = commit_counts(storage, info.commit)
     if not merge.write_only:
-        storage.apply_images(commit_images(storage, [info.commit]))
+        # Each key the commit touched has one final image: +I, +U or -D.
+        touched = sum(counts[name] for name in ("inserted", "updated", "unchanged", "deleted"))
+        storage.apply_images(commit_images(storage, [info.commit]), count=touched)
     faults.checkpoint("after-table-commit")
     # `info` is exactly the marker just committed: no need to read the log back.
-    return result(storage, info, recovered=recovered)
+    return result(storage, info, counts, recovered=recovered)
 
 
-def result(storage: Storage, info: CommitInfo, skipped: bool = False, recovered: bool = False) -> WriteResult:
-    """The WriteResult of the commit `info`, counted from its merged entries in the log."""
-    lookup_free = storage.spec.merge.lookup_free_writes
-    counts = dict.fromkeys(("inserted", "updated", "unchanged", "deleted", "changelog_rows"), 0)
-    if not lookup_free:  # a lookup-free commit has no merged entries until its compaction
-        entries = storage.log_entries([info.commit], Origin.MERGED)
-        counts = {
-            **transition_counts(storage.spark, storage.spec, entries),
-            "changelog_rows": entries.count(),
-        }
+def commit_counts(storage: Storage, commit: int) -> dict[str, int]:
+    """Keys inserted, updated, unchanged and deleted by `commit`, and its changelog rows, counted from
+    its merged entries in the log (a lookup-free commit has none until its compaction: zeros)."""
+    spec = storage.spec
+    if spec.merge.lookup_free_writes:
+        return dict.fromkeys(("inserted", "updated", "unchanged", "deleted", "changelog_rows"), 0)
+    entries = storage.log_entries([commit], Origin.MERGED)
+    if not engine_for(spec.merge).per_record and not logs_unchanged_rows(spec.merge):
+        return kind_counts(storage.spark, entries)
+    return {**transition_counts(storage.spark, spec, entries), "changelog_rows": entries.count()}
+
+
+def result(
+    storage: Storage,
+    info: CommitInfo,
+    counts: dict[str, int],
+    skipped: bool = False,
+    recovered: bool = False,
+) -> WriteResult:
+    """The WriteResult of the commit `info` with its `counts` (see `commit_counts`)."""
     return WriteResult(
         commit=info.commit,
         version=storage.version,
@@ -153,6 +172,6 @@ def result(storage: Storage, info: CommitInfo, skipped: bool = False, recovered:
         input_records=info.input_records,
         skipped=skipped,
         recovered=recovered,
-        resolved_at_compaction=lookup_free,
+        resolved_at_compaction=storage.spec.merge.lookup_free_writes,
         **counts,
     )

@@ -154,11 +154,13 @@ class Storage:
 
         return not DeltaTable(self.path).file_uris()
 
-    def apply_images(self, images: DataFrame) -> int:
-        """Apply final images (`_row_kind` '-D' = delete) to the table; returns how many there are.
-        Into a table that holds no rows nothing can match, so their rows are appended: Sail reads an
-        append's source once and a MERGE's six times (an initial load or backfill)."""
-        count = images.count()
+    def apply_images(self, images: DataFrame, count: int | None = None) -> int:
+        """Apply final images (`_row_kind` '-D' = delete) to the table; returns how many there are
+        (`count`, when the caller knows it). Into a table that holds no rows nothing can match, so
+        their rows are appended: Sail reads an append's source once and a MERGE's six times (an
+        initial load or backfill)."""
+        if count is None:
+            count = images.count()
         if count == 0:
             return 0
         if self.holds_no_rows():
