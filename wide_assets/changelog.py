@@ -59,7 +59,6 @@ UNCHANGED = (
     f"({kind_in('_first.k', [RowKind.UPDATE_BEFORE])} AND {kind_in('_last.k', [RowKind.UPDATE_AFTER])} "
     "AND _first.c <=> _last.c)"
 )
-NOT_DELETE = f"NOT {kind_in('_row_kind', [RowKind.DELETE])}"
 
 
 def final_images(
@@ -134,6 +133,11 @@ def kind_counts(spark: SparkSession, entries: DataFrame) -> dict[str, int]:
     }
 
 
+def without_before_images(entries: DataFrame) -> DataFrame:
+    """The entries without their -U rows: the images, when `entries` hold one transition per key."""
+    return entries.where(f"NOT {kind_in('_row_kind', [RowKind.UPDATE_BEFORE])}")
+
+
 def without_ignored_updates(spark: SparkSession, spec: TableSpec, entries: DataFrame) -> DataFrame:
     """Drop -U/+U pairs equal but for `changelog-producer.row-deduplicate-ignore-fields`."""
     ignored = set(spec.merge.row_deduplicate_ignore_fields)
@@ -160,12 +164,16 @@ def without_ignored_updates(spark: SparkSession, spec: TableSpec, entries: DataF
 
 
 def apply_images(spark: SparkSession, spec: TableSpec, stored: DataFrame, images: DataFrame) -> DataFrame:
-    """The stored rows with `images` applied: the in-memory equivalent of the Delta MERGE."""
+    """The stored rows with `images` applied: the in-memory equivalent of the Delta MERGE. One outer
+    join, so `images` (often a merge itself) is computed once."""
     keys = " AND ".join(f"s.{quote(k)} = i.{quote(k)}" for k in spec.primary_key)
-    columns = ", ".join(quote(c) for c in spec.column_names)
+    columns = ", ".join(
+        f"CASE WHEN i._image THEN i.{quote(c)} ELSE s.{quote(c)} END AS {quote(c)}" for c in spec.column_names
+    )
     return spark.sql(
-        f"SELECT {columns} FROM {{stored}} s WHERE NOT EXISTS (SELECT 1 FROM {{images}} i WHERE {keys}) "
-        f"UNION ALL SELECT {columns} FROM {{images}} WHERE {NOT_DELETE}",
+        f"SELECT {columns} FROM {{stored}} s FULL OUTER JOIN "
+        f"(SELECT *, true AS _image FROM {{images}}) i ON {keys} "
+        f"WHERE i._image IS NULL OR NOT {kind_in('i._row_kind', [RowKind.DELETE])}",
         stored=stored,
         images=images,
     )

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 
 from wide_assets.batch import PreparedBatch, merge_batch
-from wide_assets.changelog import final_images
+from wide_assets.changelog import final_images, without_before_images
 from wide_assets.merge import MergeContext, engine_for
-from wide_assets.sql import RETRACTS, RowKind, columns, kind_in, string_literal
+from wide_assets.sql import RETRACTS, columns, kind_in, string_literal
 from wide_assets.table.log import Origin
 from wide_assets.table.storage import Storage
 
@@ -16,16 +16,22 @@ def commit_images(storage: Storage, commits: list[int], stored: DataFrame | None
     """The final image per key of `commits` (a contiguous range) over the `stored` rows they follow
     (default: the Delta table). Merged entries hold absolute images; only fragments need `stored`."""
     spec = storage.spec
-    if spec.merge.lookup_free_writes:
+    # A Paimon engine's merge gives one transition per key (+I, -D or -U/+U), so the images of one
+    # merge are its entries without the before-images: a filter, where ranking them again costs two
+    # windows and a join (in every one of a MERGE's source reads).
+    one_transition_per_key = not engine_for(spec.merge).per_record
+    if spec.merge.lookup_free_writes:  # the fragments of every commit fold in one merge
         if stored is None:
             stored = storage.rows(version=storage.version)
-        return final_images(storage.spark, spec, folded_fragments(storage, commits, stored))
+        entries = folded_fragments(storage, commits, stored)
+        return (
+            without_before_images(entries)
+            if one_transition_per_key
+            else final_images(storage.spark, spec, entries)
+        )
     entries = storage.log_entries(commits, Origin.MERGED)
-    if len(commits) == 1 and not engine_for(spec.merge).per_record:
-        # A Paimon engine logs one transition per key and commit (+I, -D or -U/+U), so a commit's
-        # images are its entries without the before-images: a filter on the commit's own files, where
-        # ranking them again costs two windows and a join in every one of a MERGE's source reads.
-        return entries.where(f"NOT {kind_in('_row_kind', [RowKind.UPDATE_BEFORE])}")
+    if len(commits) == 1 and one_transition_per_key:
+        return without_before_images(entries)
     return final_images(storage.spark, spec, entries, across_commits=True)
 
 

@@ -17,10 +17,15 @@ from pyspark.sql import DataFrame
 
 from wide_assets import faults
 from wide_assets.batch import assign_auto_increment, merge_batch, prepare_batch
-from wide_assets.changelog import collapsed_transitions, input_changelog, kind_counts, transition_counts
+from wide_assets.changelog import (
+    collapsed_transitions,
+    input_changelog,
+    kind_counts,
+    transition_counts,
+    without_before_images,
+)
 from wide_assets.errors import ConcurrentWriteError, merge_errors
 from wide_assets.merge import changelog_read_from_merge, engine_for, logs_unchanged_rows
-from wide_assets.sql import RowKind, kind_in
 from wide_assets.table.images import commit_images
 from wide_assets.table.log import CommitInfo, Origin, Txn, now
 from wide_assets.table.reads import Reader
@@ -116,7 +121,7 @@ def write(
             info = replace(info, next_auto_increment=next_id)
         entries = merge_batch(spark, batch, stored)
         if not changelog_read_from_merge(merge):
-            entries = entries.where(f"NOT {kind_in('_row_kind', [RowKind.UPDATE_BEFORE])}")
+            entries = without_before_images(entries)
         parts = [storage.log_rows(entries, info.commit, Origin.MERGED)]
     if merge.changelog_producer == "input":
         parts.append(storage.log_rows(input_changelog(spark, batch), info.commit, Origin.INPUT))

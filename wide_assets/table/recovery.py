@@ -7,7 +7,7 @@ never merges anything a second time.
 from __future__ import annotations
 
 from wide_assets import faults
-from wide_assets.changelog import final_images
+from wide_assets.changelog import without_before_images
 from wide_assets.table.images import commit_images
 from wide_assets.table.log import CompactionInfo, Markers, Origin, Resolution, now
 from wide_assets.table.storage import Storage
@@ -31,7 +31,8 @@ def recover(storage: Storage, markers: Markers | None = None) -> bool:
 def apply_resolution(storage: Storage, resolution: Resolution) -> CompactionInfo:
     """MERGE a resolution's logged images (idempotent), then write the compaction's marker."""
     entries = storage.log_entries([resolution.through], Origin.MERGED)
-    applied = storage.apply_images(final_images(storage.spark, storage.spec, entries))
+    # One merge of Paimon-engine fragments: one transition per key (see `commit_images`).
+    applied = storage.apply_images(without_before_images(entries))
     faults.checkpoint("after-compaction-merge")
     info = CompactionInfo(
         through=resolution.through,
