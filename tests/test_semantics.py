@@ -132,8 +132,12 @@ def test_changelog_of_a_table_without_producer_is_an_error(spark: Any, tmp_path:
         table.changelog()
 
 
-def test_write_result_counts(spark: Any, tmp_path: Path) -> None:
-    table = WideTable.create(spark, tmp_path / "t", KV, ["k"], {"changelog-producer": "lookup"})
+@pytest.mark.parametrize(
+    ("producer", "unchanged"),
+    [("lookup", 1), ("none", 0)],  # only a producer that shows unchanged rows sees the unchanged key
+)
+def test_write_result_counts(spark: Any, tmp_path: Path, producer: str, unchanged: int) -> None:
+    table = WideTable.create(spark, tmp_path / "t", KV, ["k"], {"changelog-producer": producer})
     write(spark, table, [(1, "a", 1), (2, "b", 1), (3, "c", 1)])
     result = write(
         spark,
@@ -141,7 +145,7 @@ def test_write_result_counts(spark: Any, tmp_path: Path) -> None:
         [(1, "a", 1, "+I"), (2, "x", 1, "+I"), (3, None, None, "-D"), (4, "d", 1, "+I")],
         f"{KV_DDL}, _row_kind string",
     )
-    assert (result.inserted, result.updated, result.unchanged, result.deleted) == (1, 1, 1, 1)
+    assert (result.inserted, result.updated, result.unchanged, result.deleted) == (1, 1, unchanged, 1)
     assert result.input_records == 4 and result.commit == 2
 
 

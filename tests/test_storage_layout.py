@@ -43,7 +43,9 @@ def test_laid_out_tables_hold_what_a_plain_table_holds(
     spark: Any, tmp_path: Path, options: dict[str, str], layout: dict[str, str], seed: int
 ) -> None:
     rng = random.Random(seed)
-    plain = WideTable.create(spark, tmp_path / "plain", COLUMNS, ["k"], options)
+    plain = WideTable.create(
+        spark, tmp_path / "plain", COLUMNS, ["k"], {**options, "deletion-vectors.enabled": "false"}
+    )
     eager = WideTable.create(spark, tmp_path / "cow", COLUMNS, ["k"], {**options, **layout})
     lazy = WideTable.create(
         spark, tmp_path / "wo", COLUMNS, ["k"], {**options, **layout, "write-only": "true"}
@@ -93,10 +95,11 @@ def test_a_write_rewrites_only_the_buckets_its_keys_hash_to(spark: Any, tmp_path
     assert [r.k for r in table.read().where("name = 'b'").collect()] == [7]
 
 
-def test_a_write_to_a_deletion_vector_table_rewrites_no_data_file(spark: Any, tmp_path: Path) -> None:
-    table = WideTable.create(
-        spark, tmp_path / "t", COLUMNS, ["k"], {**PAIMON, "deletion-vectors.enabled": "true"}
-    )
+@pytest.mark.parametrize("layout", [{}, {"deletion-vectors.enabled": "true"}], ids=["default", "explicit"])
+def test_a_write_to_a_deletion_vector_table_rewrites_no_data_file(
+    spark: Any, tmp_path: Path, layout: dict[str, str]
+) -> None:
+    table = WideTable.create(spark, tmp_path / "t", COLUMNS, ["k"], {**PAIMON, **layout})
     table.write(spark.sql("SELECT CAST(id AS INT) AS k, 'a' AS name, 1 AS name_ts FROM range(400)"))
     before = set(pa.table(DeltaTable(table.path).get_add_actions(flatten=True))["path"].to_pylist())
     table.write(spark.createDataFrame([(7, "b", 2, None, None, "+I")], DDL))
@@ -109,6 +112,20 @@ def test_a_write_to_a_deletion_vector_table_rewrites_no_data_file(spark: Any, tm
         (6, "a", 1, None, None),
         (7, "b", 2, None, None),
     ]
+
+
+def test_a_table_without_deletion_vectors_is_rewritten_and_read_by_delta_rs(
+    spark: Any, tmp_path: Path
+) -> None:
+    table = WideTable.create(
+        spark, tmp_path / "t", COLUMNS, ["k"], {**PAIMON, "deletion-vectors.enabled": "false"}
+    )
+    table.write(spark.sql("SELECT CAST(id AS INT) AS k, 'a' AS name, 1 AS name_ts FROM range(400)"))
+    table.write(spark.createDataFrame([(7, "b", 2, None, None, "+I")], DDL))
+    metrics = DeltaTable(table.path).history(1)[0]["operationMetrics"]
+    assert metrics["numTargetRowsCopied"] > 0, "copy-on-write: the file's other rows are copied"
+    stored = DeltaTable(table.path).to_pyarrow_table().sort_by("k")
+    assert stored.num_rows == 400 and stored.slice(7, 1).to_pylist()[0]["name"] == "b"
 
 
 @pytest.mark.parametrize(

@@ -28,12 +28,18 @@ PAIMON = {
     "changelog-producer": "lookup",
 }
 FLUSS = {"table.delete.behavior": "allow"}
-# No aggregate function: write-only writers of these tables never look up the stored rows.
+# No aggregate function that checks its accumulator: write-only writers of these tables never look up
+# the stored rows.
 LOOKUP_FREE = {
     "merge-engine": "partial-update",
     "fields.name_ts.sequence-group": "name",
     "fields.cnt_ts.sequence-group": "cnt",
     "changelog-producer": "lookup",
+}
+LOOKUP_FREE_FUNCTIONS = {
+    **LOOKUP_FREE,
+    "fields.name.aggregate-function": "last_non_null_value",
+    "fields.cnt.aggregate-function": "last_value",
 }
 DEDUPLICATE = {"merge-engine": "deduplicate", "changelog-producer": "lookup"}
 
@@ -57,8 +63,8 @@ def rows(table: WideTable) -> list[tuple[Any, ...]]:
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize(
     "options",
-    [PAIMON, FLUSS, LOOKUP_FREE, DEDUPLICATE],
-    ids=["paimon", "fluss", "lookup-free-partial-update", "lookup-free-deduplicate"],
+    [PAIMON, FLUSS, LOOKUP_FREE, LOOKUP_FREE_FUNCTIONS, DEDUPLICATE],
+    ids=["paimon", "fluss", "lookup-free-partial-update", "lookup-free-functions", "lookup-free-deduplicate"],
 )
 def test_write_only_reads_like_copy_on_write_under_random_interleavings(
     spark: Any, tmp_path: Path, options: dict[str, str], seed: int
@@ -66,6 +72,7 @@ def test_write_only_reads_like_copy_on_write_under_random_interleavings(
     rng = random.Random(seed)
     eager = WideTable.create(spark, tmp_path / "cow", COLUMNS, ["k"], options)
     lazy = WideTable.create(spark, tmp_path / "wo", COLUMNS, ["k"], {**options, "write-only": "true"})
+    assert lazy.spec.merge.lookup_free_writes == (options is not PAIMON and options is not FLUSS)
     for _ in range(6):
         if rng.random() < 0.3:
             lazy.compact()
@@ -152,6 +159,19 @@ def test_a_lookup_free_write_of_unmergeable_records_commits_nothing(spark: Any, 
         table.write(spark.createDataFrame([(2, "a", 1, None, None, "-D")], DDL))
     assert [c.commit for c in table.commits()] == [1]
     assert rows(table) == [(1, "a", 1, None, None)]
+
+
+def test_a_lookup_free_write_of_a_retraction_a_function_refuses_commits_nothing(
+    spark: Any, tmp_path: Path
+) -> None:
+    options = {**LOOKUP_FREE, "fields.cnt.aggregate-function": "max", "write-only": "true"}
+    table = WideTable.create(spark, tmp_path / "t", COLUMNS, ["k"], options)
+    assert table.spec.merge.lookup_free_writes
+    table.write(spark.createDataFrame([(1, None, None, 5, 1, "+I")], DDL))
+    with pytest.raises(MergeError, match="'max' does not support retraction"):
+        table.write(spark.createDataFrame([(1, None, None, 5, 2, "-U")], DDL))
+    assert [c.commit for c in table.commits()] == [1]
+    assert rows(table) == [(1, None, None, 5, 1)]
 
 
 def test_writers_look_up_stored_rows_where_a_check_needs_them(spark: Any, tmp_path: Path) -> None:

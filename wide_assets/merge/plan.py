@@ -79,10 +79,8 @@ def merge_query(ctx: MergeContext, segmented: bool = False, adds_only: bool = Fa
     column_folds = engine.column_folds(ctx) if adds_only else None
     if column_folds is not None:
         return _entries(ctx, engine, keys, _column_folded(ctx, keys, column_folds))
-    key_select = ", ".join(f"{quote(k)} AS {a}" for k, a in zip(spec.primary_key, keys, strict=True))
-    value_select = ", ".join(f"{ctx.decode(quote(c), c)} AS {ctx.aliases[c]}" for c in ctx.values)
-    stored_keys = ", ".join(f"t.{quote(k)} AS {a}" for k, a in zip(spec.primary_key, keys, strict=True))
-    stored_values = ", ".join(f"{ctx.decode('t.' + quote(c), c)} AS {ctx.aliases[c]}" for c in ctx.values)
+    key_select, value_select = _aliased_keys(ctx, keys), _aliased_values(ctx)
+    stored_keys, stored_values = _aliased_keys(ctx, keys, "t."), _aliased_values(ctx, "t.")
     join = " AND ".join(f"t.{quote(k)} = x.{a}" for k, a in zip(spec.primary_key, keys, strict=True))
     segment = "_segment" if segmented else "0"
     record_fields = ", ".join(
@@ -139,6 +137,16 @@ WITH b AS (
     return _entries(ctx, engine, keys, folded)
 
 
+def _aliased_keys(ctx: MergeContext, keys: list[str], prefix: str = "") -> str:
+    """The primary key columns (of `prefix`) under the query's key aliases."""
+    return ", ".join(f"{prefix}{quote(k)} AS {a}" for k, a in zip(ctx.spec.primary_key, keys, strict=True))
+
+
+def _aliased_values(ctx: MergeContext, prefix: str = "") -> str:
+    """The value columns (of `prefix`) decoded into their fold types, under their aliases."""
+    return ", ".join(f"{ctx.decode(prefix + quote(c), c)} AS {ctx.aliases[c]}" for c in ctx.values)
+
+
 def _entries(ctx: MergeContext, engine: MergeEngine, keys: list[str], folded: str) -> str:
     """The changelog entries of `folded` (CTEs ending in `folded`: keys, `_first`, `before`, `st`)."""
     spec = ctx.spec
@@ -155,11 +163,10 @@ def _column_folded(ctx: MergeContext, keys: list[str], folds: list[ColumnFold]) 
     """`folded` for a batch of inserts and updates split into column folds. Each fold's records (its
     columns only, the ones that touch them, sorted by arrival) follow the stored row, as in the
     row-wide fold, and start from the empty state; every key with a record exists afterwards."""
-    spec = ctx.spec
-    key_select = ", ".join(f"{quote(k)} AS {a}" for k, a in zip(spec.primary_key, keys, strict=True))
     key_list = ", ".join(keys)
     join = " AND ".join(f"t.{a} = g.{a}" for a in keys)
     values = [ctx.aliases[c] for c in ctx.values]
+    initial = dict(ctx.state_fields())
     collected, folded = [], []
     for index, fold in enumerate(folds):
         fields = [ctx.aliases[c] for c in fold.columns]
@@ -170,7 +177,6 @@ def _column_folded(ctx: MergeContext, keys: list[str], folds: list[ColumnFold]) 
             f"AS _recs{index}"
         )
         stored = f"named_struct('_a', CAST(-1 AS BIGINT), {values_of})"
-        initial = dict(ctx.state_fields())
         start = "named_struct(" + ", ".join(f"'{f}', {initial[f]}" for f in fields) + ")"
         step = "named_struct(" + ", ".join(f"'{f}', {fold.updates.get(f, 's.' + f)}" for f in fields) + ")"
         records = f"CASE WHEN _exists THEN concat(array({stored}), _recs{index}) ELSE _recs{index} END"
@@ -178,18 +184,17 @@ def _column_folded(ctx: MergeContext, keys: list[str], folds: list[ColumnFold]) 
     state = ["'e', true"]
     for _, index, fields in folded:
         state += [f"'{f}', _fold{index}.{f}" for f in fields if f in values]
-    stored_values = ", ".join(f"{ctx.decode('t.' + quote(c), c)} AS {ctx.aliases[c]}" for c in ctx.values)
     before = ", ".join(f"'{a}', {a}" for a in values)
     return f"""
 WITH b AS (
-  SELECT {key_select}, {", ".join(f"{ctx.decode(quote(c), c)} AS {ctx.aliases[c]}" for c in ctx.values)},
-         CAST(_offset AS BIGINT) AS _arrival
+  SELECT {_aliased_keys(ctx, keys)}, {_aliased_values(ctx)}, CAST(_offset AS BIGINT) AS _arrival
   FROM {{batch}} WHERE {kind_filter(ctx)}
 ), grouped AS (
   SELECT {key_list}, min(_arrival) AS _first, {", ".join(collected)} FROM b GROUP BY {key_list}
 ), joined AS (
   SELECT g.*, {", ".join(f"t.{a}" for a in values)}, t.{keys[0]} IS NOT NULL AS _exists
-  FROM grouped g LEFT JOIN (SELECT {key_select}, {stored_values} FROM {{stored}} t) t ON {join}
+  FROM grouped g LEFT JOIN (SELECT {_aliased_keys(ctx, keys, "t.")}, {_aliased_values(ctx, "t.")} FROM {{stored}} t) t
+    ON {join}
 ), with_folds AS (
   SELECT *, {", ".join(f for f, _, _ in folded)} FROM joined
 ), folded AS (

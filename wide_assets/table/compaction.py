@@ -11,8 +11,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 
 from wide_assets import faults
-from wide_assets.changelog import collapsed_transitions, final_images, without_before_images
-from wide_assets.merge import changelog_read_from_merge
+from wide_assets.changelog import collapsed_transitions, final_images
 from wide_assets.table.images import folded_fragments
 from wide_assets.table.log import CompactionInfo, Origin, Resolution, now
 from wide_assets.table.recovery import apply_resolution, recover
@@ -31,10 +30,9 @@ def compact(storage: Storage) -> CompactionInfo | None:
     if spec.merge.lookup_free_writes:
         resolution = Resolution(pending[-1], len(pending), version_before)
         entries = folded_fragments(storage, pending, storage.rows(version=version_before))
-        logged = entries if changelog_read_from_merge(spec.merge) else without_before_images(entries)
         storage.append_log(
             [
-                storage.log_rows(logged, resolution.through, Origin.MERGED),
+                storage.log_rows(entries, resolution.through, Origin.MERGED),
                 *compaction_changelog(storage, entries, resolution.through),
             ],
             resolution.through,

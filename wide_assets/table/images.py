@@ -7,7 +7,7 @@ from pyspark.sql import DataFrame
 from wide_assets.batch import PreparedBatch, merge_batch
 from wide_assets.changelog import final_images, without_before_images
 from wide_assets.merge import MergeContext, engine_for
-from wide_assets.sql import RETRACTS, columns, kind_in, string_literal
+from wide_assets.sql import RETRACTS, columns, kind_in
 from wide_assets.table.log import Origin
 from wide_assets.table.storage import Storage
 
@@ -40,18 +40,14 @@ def folded_fragments(storage: Storage, commits: list[int], stored: DataFrame) ->
     arrival order is commit then offset (the fold is sequential, so this equals commit by commit)."""
     spark, spec = storage.spark, storage.spec
     names = columns(spec.column_names)
-    fragments = (
-        f"_commit BETWEEN {min(commits)} AND {max(commits)} AND _origin = {string_literal(Origin.FRAGMENT)}"
-    )
+    fragments = storage.log_entries(commits, Origin.FRAGMENT)
     retractions = spark.sql(
-        f"SELECT count_if({kind_in('_row_kind', RETRACTS)}) AS n FROM {{log}} WHERE {fragments}",
-        log=storage.log_frame(),
+        f"SELECT count_if({kind_in('_row_kind', RETRACTS)}) AS n FROM {{fragments}}", fragments=fragments
     ).collect()[0]["n"]
     records = spark.sql(
         f"SELECT {names}, _row_kind, _segment, row_number() OVER (ORDER BY _segment, _position) AS _offset "
-        f"FROM (SELECT {names}, _row_kind, _commit AS _segment, _offset AS _position FROM {{log}} "
-        f"WHERE {fragments})",
-        log=storage.log_frame(),
+        f"FROM (SELECT {names}, _row_kind, _commit AS _segment, _offset AS _position FROM {{fragments}})",
+        fragments=fragments,
     )
     batch = PreparedBatch(records, MergeContext(spec), retractions=int(retractions))
     entries = merge_batch(spark, batch, stored, segmented=True)

@@ -22,10 +22,9 @@ from wide_assets.changelog import (
     input_changelog,
     kind_counts,
     transition_counts,
-    without_before_images,
 )
 from wide_assets.errors import ConcurrentWriteError, merge_errors
-from wide_assets.merge import changelog_read_from_merge, engine_for, logs_unchanged_rows
+from wide_assets.merge import engine_for, logs_unchanged_rows
 from wide_assets.table.images import commit_images
 from wide_assets.table.log import CommitInfo, Origin, Txn, now
 from wide_assets.table.reads import Reader
@@ -120,8 +119,6 @@ def write(
             batch, next_id = assign_auto_increment(spark, batch, stored, markers.next_auto_increment)
             info = replace(info, next_auto_increment=next_id)
         entries = merge_batch(spark, batch, stored)
-        if not changelog_read_from_merge(merge):
-            entries = without_before_images(entries)
         parts = [storage.log_rows(entries, info.commit, Origin.MERGED)]
     if merge.changelog_producer == "input":
         parts.append(storage.log_rows(input_changelog(spark, batch), info.commit, Origin.INPUT))

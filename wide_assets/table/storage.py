@@ -9,7 +9,9 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from wide_assets.changelog import without_before_images
 from wide_assets.errors import InvalidOptionError, TableStateError, merge_errors
+from wide_assets.merge import changelog_read_from_merge
 from wide_assets.schema import Column
 from wide_assets.spec import BUCKET_COLUMN, TableSpec
 from wide_assets.sql import RowKind, columns, key_join, kind_in, quote, string_literal
@@ -232,7 +234,11 @@ class Storage:
         )
 
     def log_rows(self, entries: DataFrame, commit: int, origin: Origin) -> DataFrame:
-        """`entries` (row kind, the table's columns, offset) as rows of the log for `commit`."""
+        """`entries` (row kind, the table's columns, offset) as rows of the log for `commit`. Merged
+        entries keep their before-images only where a changelog is read from them: the table needs
+        only the after-images."""
+        if origin == Origin.MERGED and not changelog_read_from_merge(self.spec.merge):
+            entries = without_before_images(entries)
         return self.spark.sql(
             f"SELECT CAST({commit} AS BIGINT) AS _commit, _offset, _row_kind, {string_literal(origin)} AS _origin, "
             f"{columns(self.spec.column_names)}, CAST(NULL AS STRING) AS _commit_info FROM {{entries}}",
