@@ -1,0 +1,93 @@
+"""`python -m bench.write_phases`: where one `WideTable.write` spends its time, phase by phase.
+
+    .venv/bin/python -m bench.write_phases [--rows 1000000] [--changes 100000] [--base default]
+        [--runs 3] [--workdir DIR] [--seed 7]
+
+On the product_360 workload (`bench.workload`), the batch is written `--runs` times into fresh copies of
+one base of `bench.candidates.setup` (`default`, `cow` or `write_only`) in one warm Sail session. The
+library's own calls are timed where the write makes them: validation (`prepare_batch`), the merge and
+the log append in one atomic commit (`Storage.append_log`, which computes the merge), the counts
+(`commit_counts`) and the table's MERGE (`Storage.apply_images`). The rest of the total is recovery,
+the transaction check and metadata reads. Each result is checked against the workload's oracle.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench.candidates import WIDE_BASES, setup
+from bench.workload import Layout, generate, mismatch, oracle
+
+PHASES = {
+    "validate": ("wide_assets.table.protocol", "prepare_batch"),
+    "merge + log append": ("wide_assets.table.storage.Storage", "append_log"),
+    "counts": ("wide_assets.table.protocol", "commit_counts"),
+    "table MERGE": ("wide_assets.table.storage.Storage", "apply_images"),
+}
+
+
+def timed(seconds: dict[str, float], phase: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    """`function`, adding its wall-clock time to `seconds[phase]`."""
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            seconds[phase] = seconds.get(phase, 0.0) + time.perf_counter() - started
+
+    return wrapper
+
+
+def instrument(seconds: dict[str, float]) -> None:
+    """Wrap each phase's function where the write looks it up."""
+    import wide_assets.table.protocol as protocol
+    from wide_assets.table.storage import Storage
+
+    for phase, (owner, name) in PHASES.items():
+        target: Any = Storage if owner.endswith(".Storage") else protocol
+        setattr(target, name, timed(seconds, phase, getattr(target, name)))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--changes", type=int, default=100_000)
+    parser.add_argument("--base", choices=sorted(WIDE_BASES), default="default")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--workdir", type=Path)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args(argv)
+
+    from wide_assets import WideTable, get_spark
+
+    with tempfile.TemporaryDirectory(dir=args.workdir) as work:
+        layout = Layout(Path(work), args.rows, args.changes)
+        generate(layout, args.seed)
+        setup(layout)
+        expected = oracle(layout)
+        spark = get_spark()
+        seconds: dict[str, float] = {}
+        instrument(seconds)
+        for run in range(args.runs):
+            copy = Path(work) / f"run{run}" / "wide"
+            for suffix in ("", "_changelog"):
+                shutil.copytree(f"{layout.base(args.base)}{suffix}", f"{copy}{suffix}")
+            table = WideTable.open(spark, copy)
+            seconds.clear()
+            started = time.perf_counter()
+            table.write(spark.read.parquet(str(layout.changes)))
+            total = time.perf_counter() - started
+            verdict = mismatch(table.read().toArrow(), expected) or "agrees with the oracle"
+            phases = ", ".join(f"{phase} {seconds.get(phase, 0.0):.2f}" for phase in PHASES)
+            print(f"run {run}: {total:.2f} s ({phases}); {verdict}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
