@@ -14,6 +14,7 @@ the transaction check and metadata reads. Each result is checked against the wor
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import tempfile
 import time
@@ -79,6 +80,7 @@ def main(argv: list[str] | None = None) -> None:
             copy = Path(work) / f"run{run}" / "wide"
             for suffix in ("", "_changelog"):
                 shutil.copytree(f"{layout.base(args.base)}{suffix}", f"{copy}{suffix}")
+            os.sync()  # the copy's writeback must not compete with the timed write
             table = WideTable.open(spark, copy)
             seconds.clear()
             started = time.perf_counter()
