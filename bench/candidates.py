@@ -29,7 +29,6 @@ BUCKETS = 16
 # The WideTable bases by name: options added to the workload's.
 WIDE_BASES = {
     "default": {},
-    "cow": {"deletion-vectors.enabled": "false"},
     "write_only": {"write-only": "true", "bucket": str(BUCKETS)},
 }
 # The plain Delta bases by name: their Delta table properties.
@@ -195,12 +194,6 @@ def wide_assets_default(layout: Layout, timings: Timings) -> None:
     _save_rows(wide.read(), layout, "wide_assets_default")
 
 
-def wide_assets_cow(layout: Layout, timings: Timings) -> None:
-    """`WideTable.write` into a table with `deletion-vectors.enabled` false: its MERGE rewrites files."""
-    wide = _wide_write(layout, "cow", "wide_assets_cow", timings)
-    _save_rows(wide.read(), layout, "wide_assets_cow")
-
-
 def wide_assets_write_only(layout: Layout, timings: Timings) -> None:
     """`WideTable.write` into a write-only table (merge + changelog append); timed apart: the union read
     with the commit pending, compaction, the same read of the compacted table."""
@@ -360,7 +353,6 @@ CANDIDATES: dict[str, Callable[[Layout, Timings], None]] = {
     f.__name__: f
     for f in (
         wide_assets_default,
-        wide_assets_cow,
         wide_assets_write_only,
         dagster_default,
         deltars_merge,

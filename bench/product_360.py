@@ -43,7 +43,6 @@ SAMPLE_SECONDS = 0.05
 BASELINE = "deltars_merge"
 LABELS = {
     "wide_assets_default": "wide_assets write, default options",
-    "wide_assets_cow": "wide_assets write, deletion vectors off (copy-on-write)",
     "wide_assets_write_only": f"wide_assets write, write-only (bucket={BUCKETS})",
     "dagster_default": "wide_assets default write via Dagster materialize",
     "deltars_merge": "delta-rs MERGE",
@@ -58,13 +57,12 @@ PARQUET_OUTPUTS = {"recompute_sail", "recompute_jvm", "duckdb_merge"}
 # Candidates whose rows were saved through Spark as Parquet (their Delta table may hold deletion vectors).
 SPARK_ROWS = {
     "wide_assets_default",
-    "wide_assets_cow",
     "wide_assets_write_only",
     "dagster_default",
     "sail_merge",
     "sail_merge_dv",
 }
-LIBRARY = ("wide_assets_default", "wide_assets_cow", "wide_assets_write_only")
+LIBRARY = ("wide_assets_default", "wide_assets_write_only")
 # A peer that is meant to write deletion vectors and is wrong when it does not.
 WRITES_DELETION_VECTORS = {"sail_merge_dv"}
 MEMORY_LIMIT_MB = 1536
@@ -399,7 +397,7 @@ imports. Seconds are the timed part only; rows/s = K / seconds; "time vs delta-r
 delta-rs MERGE's seconds; peak RSS is the sum of the RSS of the candidate's whole process tree (Python,
 and the JVM for classic Spark), sampled every 50 ms over the process's whole life (so it includes
 setup). Before any candidate ran, the initial table was written once as Parquet and appended by Sail
-to each base: the WideTables (default options, deletion vectors off, write-only), their rows appended
+to each base: the WideTables (default options, write-only), their rows appended
 to the Delta table as `WideTable.rebuild` writes them (the changelog starts empty), and two plain Delta
 tables (no table properties; `delta.enableDeletionVectors`, created by delta-rs). Each Delta candidate
 copies its base. After each run its persisted result is read back and compared with an oracle computed
@@ -409,8 +407,7 @@ add actions of the result's Delta log that carry one.
 
 - wide_assets: one `WideTable.write(spark.read.parquet(changes))` on Sail (validation, merge against
   the stored rows, changelog commit, and the Delta MERGE unless write-only), into a table created with
-  the workload's options only (the library's default storage) or with `deletion-vectors.enabled` =
-  false. The write-only table (16 fixed buckets; its writers log the records and do not read the
+  the workload's options only (the library's default storage). The write-only table (16 fixed buckets; its writers log the records and do not read the
   table) is then, timed apart (details, not in seconds), read with the commit pending (`read()` as a
   union of the Delta table and the logged commit, computed into Spark's `noop` sink: `read_pending`),
   compacted (`compaction`) and read again (`read_compacted`); the compacted table is what is verified.

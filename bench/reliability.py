@@ -448,14 +448,21 @@ def _worker(root: Path) -> None:
 
 
 class Worker:
-    """A long-lived `worker` child process (one Spark session across trials)."""
+    """A long-lived `python -m <module> worker <root>` child process (one Spark session across trials)
+    answering each line it is sent with a `RESULT <json>` line."""
 
-    def __init__(self, root: Path, log: Path) -> None:
+    def __init__(
+        self,
+        root: Path | str,
+        log: Path,
+        module: str = "bench.reliability",
+        env: dict[str, str] | None = None,
+    ) -> None:
         self._log = log.open("w")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "bench.reliability", "worker", str(root)],
+            [sys.executable, "-m", module, "worker", str(root)],
             cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log,
@@ -463,7 +470,7 @@ class Worker:
         )
 
     def send(self, command: str) -> None:
-        """Start `command` (`apply` or `compact`); the reply comes with `receive`."""
+        """Start `command` (one line); the reply comes with `receive`."""
         assert self.process.stdin is not None
         self.process.stdin.write(command + "\n")
         self.process.stdin.flush()

@@ -90,7 +90,7 @@ class Layout:
         return self.table_dir / "initial.parquet"
 
     def base(self, name: str) -> Path:
-        """The initial wide table as a Delta table: a WideTable's (`default`, `cow`, `write_only`; its
+        """The initial wide table as a Delta table: a WideTable's (`default`, `write_only`; its
         changelog next to it) or a plain one (`delta`, `delta_dv` with deletion vectors enabled)."""
         return self.table_dir / f"base_{name}" / "wide"
 

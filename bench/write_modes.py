@@ -83,7 +83,6 @@ def main() -> None:
         modes = {
             "copy-on-write": {},
             "write-only": {"write-only": "true"},
-            "cow-deletion-vectors": {"deletion-vectors.enabled": "true"},
             f"cow-{args.buckets}-buckets": bucketed,
             f"w-o-{args.buckets}-buckets": {"write-only": "true", **bucketed},
         }

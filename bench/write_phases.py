@@ -4,7 +4,7 @@
         [--runs 3] [--workdir DIR] [--seed 7]
 
 On the product_360 workload (`bench.workload`), the batch is written `--runs` times into fresh copies of
-one base of `bench.candidates.setup` (`default`, `cow` or `write_only`) in one warm Sail session. The
+one base of `bench.candidates.setup` (`default` or `write_only`) in one warm Sail session. The
 library's own calls are timed where the write makes them: validation (`prepare_batch`), the merge and
 the log append in one atomic commit (`Storage.append_log`, which computes the merge), the counts
 (`commit_counts`) and the table's MERGE (`Storage.apply_images`). The rest of the total is recovery,

@@ -1,6 +1,6 @@
 """Storage layouts: fixed buckets (`bucket` / `bucket.num`: rows placed by hash(bucket key) mod N, a MERGE
-rewrites only the buckets its keys hash to) and deletion vectors (`deletion-vectors.enabled`: a MERGE
-marks replaced rows instead of rewriting files). Either way the table holds what a plain one does."""
+rewrites only the buckets its keys hash to) hold what a plain table holds; every table is copy-on-write
+(`deletion-vectors.enabled` has no effect here) and readable by delta-rs."""
 
 from __future__ import annotations
 
@@ -30,22 +30,16 @@ def files_by_bucket(table: WideTable) -> dict[int, set[str]]:
 LAYOUTS = [
     (PAIMON, {"bucket": "3"}),
     (FLUSS, {"bucket.num": "3"}),
-    (PAIMON, {"deletion-vectors.enabled": "true"}),
-    (PAIMON, {"deletion-vectors.enabled": "true", "bucket": "2"}),
 ]
 
 
 @pytest.mark.parametrize("seed", range(3))
-@pytest.mark.parametrize(
-    ("options", "layout"), LAYOUTS, ids=["paimon-buckets", "fluss-buckets", "paimon-dv", "paimon-dv-buckets"]
-)
+@pytest.mark.parametrize(("options", "layout"), LAYOUTS, ids=["paimon-buckets", "fluss-buckets"])
 def test_laid_out_tables_hold_what_a_plain_table_holds(
     spark: Any, tmp_path: Path, options: dict[str, str], layout: dict[str, str], seed: int
 ) -> None:
     rng = random.Random(seed)
-    plain = WideTable.create(
-        spark, tmp_path / "plain", COLUMNS, ["k"], {**options, "deletion-vectors.enabled": "false"}
-    )
+    plain = WideTable.create(spark, tmp_path / "plain", COLUMNS, ["k"], options)
     eager = WideTable.create(spark, tmp_path / "cow", COLUMNS, ["k"], {**options, **layout})
     lazy = WideTable.create(
         spark, tmp_path / "wo", COLUMNS, ["k"], {**options, **layout, "write-only": "true"}
@@ -95,35 +89,15 @@ def test_a_write_rewrites_only_the_buckets_its_keys_hash_to(spark: Any, tmp_path
     assert [r.k for r in table.read().where("name = 'b'").collect()] == [7]
 
 
-@pytest.mark.parametrize("layout", [{}, {"deletion-vectors.enabled": "true"}], ids=["default", "explicit"])
-def test_a_write_to_a_deletion_vector_table_rewrites_no_data_file(
+@pytest.mark.parametrize("layout", [{}, {"deletion-vectors.enabled": "true"}], ids=["default", "dv-option"])
+def test_a_write_copies_the_rest_of_a_file_and_delta_rs_reads_the_table(
     spark: Any, tmp_path: Path, layout: dict[str, str]
 ) -> None:
     table = WideTable.create(spark, tmp_path / "t", COLUMNS, ["k"], {**PAIMON, **layout})
     table.write(spark.sql("SELECT CAST(id AS INT) AS k, 'a' AS name, 1 AS name_ts FROM range(400)"))
-    before = set(pa.table(DeltaTable(table.path).get_add_actions(flatten=True))["path"].to_pylist())
-    table.write(spark.createDataFrame([(7, "b", 2, None, None, "+I")], DDL))
-    after = set(pa.table(DeltaTable(table.path).get_add_actions(flatten=True))["path"].to_pylist())
-    assert before <= after, "every earlier data file is still live, its replaced rows masked"
-    metrics = DeltaTable(table.path).history(1)[0]["operationMetrics"]
-    assert metrics["numTargetDeletionVectorsAdded"] >= 1 and metrics["numTargetRowsCopied"] == 0
-    assert table.read().count() == 400
-    assert [tuple(r) for r in table.read().where("k IN (6, 7)").orderBy("k").collect()] == [
-        (6, "a", 1, None, None),
-        (7, "b", 2, None, None),
-    ]
-
-
-def test_a_table_without_deletion_vectors_is_rewritten_and_read_by_delta_rs(
-    spark: Any, tmp_path: Path
-) -> None:
-    table = WideTable.create(
-        spark, tmp_path / "t", COLUMNS, ["k"], {**PAIMON, "deletion-vectors.enabled": "false"}
-    )
-    table.write(spark.sql("SELECT CAST(id AS INT) AS k, 'a' AS name, 1 AS name_ts FROM range(400)"))
     table.write(spark.createDataFrame([(7, "b", 2, None, None, "+I")], DDL))
     metrics = DeltaTable(table.path).history(1)[0]["operationMetrics"]
-    assert metrics["numTargetRowsCopied"] > 0, "copy-on-write: the file's other rows are copied"
+    assert metrics["num_target_rows_copied"] > 0, "copy-on-write: the file's other rows are copied"
     stored = DeltaTable(table.path).to_pyarrow_table().sort_by("k")
     assert stored.num_rows == 400 and stored.slice(7, 1).to_pylist()[0]["name"] == "b"
 
@@ -135,10 +109,6 @@ def test_a_table_without_deletion_vectors_is_rewritten_and_read_by_delta_rs(
         ({"bucket": "many"}, "Could not parse value 'many' for key 'bucket'."),
         ({"bucket.num": "-1", "table.delete.behavior": "allow"}, "positive number of buckets"),
         ({"bucket": "4", "bucket-key": "name"}, "should contains all bucket keys [name]."),
-        (
-            {"deletion-vectors.enabled": "yes"},
-            "Could not parse value 'yes' for key 'deletion-vectors.enabled'.",
-        ),
     ],
 )
 def test_bad_bucket_options_fail_at_create(

@@ -20,7 +20,6 @@ from wide_assets.options.common import (
     dialect_of,
     name_list,
     option_text,
-    parse_bool,
     unparsable,
     warn_unknown,
 )
@@ -50,7 +49,6 @@ class TableSpec(Schema):
         spec = cls(parsed, tuple(primary_key), opts)
         spec.merge  # noqa: B018 - parse and validate eagerly so errors surface at create
         spec.bucketing  # noqa: B018
-        spec.deletion_vectors  # noqa: B018
         return spec
 
     @cached_property
@@ -60,12 +58,6 @@ class TableSpec(Schema):
         warn_unknown(self.options, dialect)
         parse = parse_fluss if dialect == "fluss" else parse_paimon
         return parse(self, self.options)
-
-    @cached_property
-    def deletion_vectors(self) -> bool:
-        """Paimon `deletion-vectors.enabled`: a MERGE marks replaced rows in a deletion vector instead of
-        rewriting their data files (Delta's `delta.enableDeletionVectors`)."""
-        return parse_bool(self.options, "deletion-vectors.enabled", default=True)
 
     @cached_property
     def bucketing(self) -> Bucketing | None:

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from deltalake import write_deltalake
+from deltalake import CommitProperties, Transaction, write_deltalake
 
 from wide_assets.errors import ConcurrentWriteError
+from wide_assets.table.arbiter import APP_ID
 from wide_assets.table.log import (
     CommitInfo,
     CommitLog,
@@ -71,10 +72,13 @@ def test_full_compaction_windows() -> None:
     assert [n for n in range(1, 10) if full_compaction_due(n, 3)] == [3, 6, 9]
 
 
-def write_log(table: Path, markers: list[tuple[Origin, str]], table_versions: int) -> CommitLog:
-    """A wide table with `table_versions` Delta versions and a log holding `markers`."""
-    for i in range(table_versions):
-        write_deltalake(str(table), pa.table({"k": [i]}), mode="append")
+def write_log(table: Path, markers: list[tuple[Origin, str]], applied_through: int | None) -> CommitLog:
+    """A wide table that holds the log's commits up to `applied_through` (None: no table commit has
+    recorded any) and a log holding `markers`."""
+    write_deltalake(str(table), pa.table({"k": [0]}), mode="append")
+    if applied_through is not None:
+        properties = CommitProperties(app_transactions=[Transaction(APP_ID, applied_through)])
+        write_deltalake(str(table), pa.table({"k": [1]}), mode="append", commit_properties=properties)
     rows = pa.table(
         {
             "_commit": pa.array([1] * len(markers), pa.int64()),
@@ -86,20 +90,11 @@ def write_log(table: Path, markers: list[tuple[Origin, str]], table_versions: in
     return CommitLog(str(table))
 
 
-def test_a_commit_whose_merge_did_not_land_is_pending(tmp_path: Path) -> None:
-    # The table is still at the last commit's base version: its MERGE never landed.
-    log = write_log(
-        tmp_path / "t",
-        [(Origin.COMMIT, commit(1).to_json()), (Origin.COMMIT, commit(2, base_version=1).to_json())],
-        2,
-    )
-    assert log.pending(log.markers(), write_only=False) == [2]
-    landed = write_log(tmp_path / "u", [(Origin.COMMIT, commit(1).to_json())], 2)
-    assert landed.pending(landed.markers(), write_only=False) == []
-
-
-def test_write_only_commits_are_pending_until_compacted(tmp_path: Path) -> None:
+def test_commits_the_table_does_not_hold_are_pending(tmp_path: Path) -> None:
+    # The table's application-transaction version says what it holds, whatever its Delta version.
     markers = [(Origin.COMMIT, commit(n).to_json()) for n in (1, 2, 3)]
-    log = write_log(tmp_path / "t", [*markers, (Origin.COMPACTION, compaction(1).to_json())], 1)
+    log = write_log(tmp_path / "t", markers, 1)
     assert log.markers().last_commit == 3
-    assert log.pending(log.markers(), write_only=True) == [2, 3]
+    assert log.pending(log.markers()) == [2, 3]
+    assert write_log(tmp_path / "u", markers, 3).pending(log.markers()) == []
+    assert write_log(tmp_path / "v", markers, None).pending(log.markers()) == [1, 2, 3]

@@ -60,25 +60,24 @@ class TableHealth:
 
 def table_health(path: str) -> TableHealth:
     """The table's pending commits, files and bytes, from one read of its commit log; without Spark."""
-    from deltalake import DeltaTable
-
+    from wide_assets.table import arbiter
     from wide_assets.table.log import CommitLog
     from wide_assets.table.storage import stored_spec
 
-    write_only = stored_spec(path).merge.write_only  # a path that holds no wide table fails here
+    stored_spec(path)  # a path that holds no wide table fails here
     log = CommitLog(path)
     markers = log.markers()
-    pending = log.pending(markers, write_only)
+    pending = log.pending(markers)
     written = {c.commit: c.written_at for c in markers.commits}
     now = datetime.now(UTC)
     waited = (now - datetime.fromisoformat(written[pending[0]])).total_seconds() / 60 if pending else 0.0
-    actions = DeltaTable(path).get_add_actions(flatten=True)
+    actions = arbiter.open_table(path).get_add_actions(flatten=True)
     return TableHealth(
         pending_commits=len(pending),
         oldest_pending_minutes=waited,
         files=actions.num_rows,
         bytes=int(sum(actions.column("size_bytes").to_pylist())),
-        log_files=len(DeltaTable(log.path).file_uris()),
+        log_files=len(arbiter.open_table(log.path).file_uris()),
         last_commit=markers.last_commit,
         last_compaction=markers.compactions[-1].written_at if markers.compactions else None,
     )

@@ -1,9 +1,11 @@
-"""Compaction: fold every pending commit into the Delta table with one MERGE, crash safe.
+"""Compaction: fold every pending commit of a write-only table into the Delta table, crash safe and
+safe against concurrent writers and compactions.
 
-Copy-on-write tables only have pending commits after a crash; write-only tables have them by design.
-Lookup-free commits (fragments) are first resolved into absolute images and logged with a
-`resolution` marker, then applied (`recovery.apply_resolution`), so a compaction cut short in between
-is finished from the images and never refolded.
+A compaction is decided in the log first: one log commit holds its `resolution` marker, the images it
+resolved lookup-free fragments into and the changelog it produces. Applying that to the table and
+logging the `compaction` marker follow (`recovery.finish_compaction`); whoever finds them missing
+finishes them from the log, so nothing is refolded. Copy-on-write tables only have pending commits
+after a crash, and catching up applies those.
 """
 
 from __future__ import annotations
@@ -11,51 +13,40 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 
 from wide_assets import faults
-from wide_assets.changelog import collapsed_transitions, final_images
+from wide_assets.changelog import collapsed_transitions
+from wide_assets.table import arbiter
 from wide_assets.table.images import folded_fragments
-from wide_assets.table.log import CompactionInfo, Origin, Resolution, now
-from wide_assets.table.recovery import apply_resolution, recover
+from wide_assets.table.log import CompactionInfo, Origin, Resolution
+from wide_assets.table.recovery import catch_up, finish_compaction, recover
 from wide_assets.table.storage import Storage
 
 
 def compact(storage: Storage) -> CompactionInfo | None:
-    """Fold every pending commit into the table; None when nothing is pending. The MERGE is idempotent
-    and the marker that ends it is written after it."""
+    """Fold every pending commit into the table; None when nothing is pending."""
     recover(storage)
-    spec = storage.spec
-    pending = storage.log.pending(storage.log.markers(), spec.merge.write_only)
+    resolution, _ = arbiter.retrying(lambda: resolve(storage), f"compacting {storage.path}")
+    return finish_compaction(storage, resolution) if resolution is not None else None
+
+
+def resolve(storage: Storage) -> Resolution | None:
+    """Log the resolution of every commit the table does not hold (None when there is none), as the
+    log commit after the snapshot it was computed from (or raise `Conflict`)."""
+    log = storage.log.snapshot()
+    table, _ = catch_up(storage, log.markers)
+    pending = storage.log.pending(log.markers, arbiter.applied_through(table))
     if not pending:
         return None
-    version_before = storage.version
-    if spec.merge.lookup_free_writes:
-        resolution = Resolution(pending[-1], len(pending), version_before)
-        entries = folded_fragments(storage, pending, storage.rows(version=version_before))
-        storage.append_log(
-            [
-                storage.log_rows(entries, resolution.through, Origin.MERGED),
-                *compaction_changelog(storage, entries, resolution.through),
-            ],
-            resolution.through,
-            Origin.RESOLUTION,
-            resolution.to_json(),
-        )
-        faults.checkpoint("after-resolution")
-        return apply_resolution(storage, resolution)
-    entries = storage.log_entries(pending, Origin.MERGED)
-    applied = storage.apply_images(final_images(storage.spark, spec, entries, across_commits=True))
-    faults.checkpoint("after-compaction-merge")
-    info = CompactionInfo(
-        through=pending[-1],
-        commits=len(pending),
-        applied_rows=applied,
-        version_before=version_before,
-        version_after=storage.version,
-        written_at=now(),
-    )
-    storage.append_log(
-        compaction_changelog(storage, entries, info.through), info.through, Origin.COMPACTION, info.to_json()
-    )
-    return info
+    resolution = Resolution(pending[-1], len(pending), table.version())
+    parts = []
+    if storage.spec.merge.lookup_free_writes:
+        entries = folded_fragments(storage, pending, storage.rows(version=resolution.version_before))
+        parts.append(storage.log_rows(entries, resolution.through, Origin.MERGED))
+    else:
+        entries = storage.log_entries(pending, Origin.MERGED)
+    parts += compaction_changelog(storage, entries, resolution.through)
+    storage.append_log(parts, resolution.through, Origin.RESOLUTION, resolution.to_json(), log)
+    faults.checkpoint("after-resolution")
+    return resolution
 
 
 def compaction_changelog(storage: Storage, entries: DataFrame, through: int) -> list[DataFrame]:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from enum import StrEnum
-from typing import NamedTuple, Self
+from typing import Any, NamedTuple, Self
+
+from wide_assets.table import arbiter
 
 CHANGELOG_SUFFIX = "_changelog"
 
@@ -144,6 +146,18 @@ class Markers:
         return next((c.next_auto_increment for c in reversed(self.commits) if c.next_auto_increment), 1)
 
 
+class LogSnapshot(NamedTuple):
+    """The commit log pinned at one Delta version, and its markers: a commit computed from it must
+    land at the next version (`arbiter`), so it was computed from the latest state or not at all."""
+
+    table: Any  # a deltalake.DeltaTable pinned at `version`
+    markers: Markers
+
+    @property
+    def version(self) -> int:
+        return int(self.table.version())
+
+
 class CommitLog:
     """The commit log of the wide table at `table_path`, read through delta-rs (no Spark job)."""
 
@@ -153,62 +167,53 @@ class CommitLog:
 
     def table_version(self) -> int:
         """The wide table's current Delta version."""
-        from deltalake import DeltaTable
+        return int(arbiter.open_table(self.table_path).version())
 
-        return DeltaTable(self.table_path).version()
+    def applied_through(self) -> int:
+        """The last commit the wide table holds now (0: none)."""
+        return arbiter.applied_through(arbiter.open_table(self.table_path))
 
     def version(self) -> int:
         """The log's current Delta version."""
-        from deltalake import DeltaTable
+        return int(arbiter.open_table(self.path).version())
 
-        return DeltaTable(self.path).version()
+    def snapshot(self) -> LogSnapshot:
+        """The log as it is now, pinned, with its markers."""
+        table = arbiter.open_table(self.path)
+        return LogSnapshot(table, read_markers(table))
 
     def markers(self) -> Markers:
-        from deltalake import DeltaTable
+        return self.snapshot().markers
 
-        rows = DeltaTable(self.path).to_pyarrow_table(
-            columns=["_origin", "_commit_info"],
-            filters=[("_origin", "in", [str(m) for m in MARKERS])],
-        )
-        commits, compactions, resolutions = [], [], []
-        for origin, text in zip(
-            rows.column("_origin").to_pylist(), rows.column("_commit_info").to_pylist(), strict=True
-        ):
-            if origin == Origin.COMMIT:
-                commits.append(CommitInfo.from_json(text))
-            elif origin == Origin.COMPACTION:
-                compactions.append(CompactionInfo.from_json(text))
-            else:
-                resolutions.append(Resolution.from_json(text))
-        return Markers(
-            sorted(commits, key=lambda c: c.commit),
-            sorted(compactions, key=lambda c: c.through),
-            sorted(resolutions, key=lambda r: r.through),
-        )
+    def pending(self, markers: Markers, applied_through: int | None = None) -> list[int]:
+        """Commits logged but not in the Delta table yet (`applied_through`: read now when not given):
+        a write-only table's uncompacted fragments, or a commit whose table commit has not landed yet."""
+        if applied_through is None:
+            applied_through = self.applied_through()
+        return [c.commit for c in markers.commits if c.commit > applied_through]
 
-    def pending(self, markers: Markers, write_only: bool) -> list[int]:
-        """Commits logged but not in the Delta table yet: a write-only table's uncompacted fragments, or
-        a copy-on-write commit whose MERGE a crash cut short."""
-        if not markers.commits:
-            return []
-        if write_only:
-            through = markers.compacted_through
-            resolution = markers.unfinished_resolution
-            if resolution is not None and self._merged_since(resolution.version_before):
-                through = resolution.through  # a compaction cut short after its MERGE landed
+
+def read_markers(log: Any) -> Markers:
+    """Every marker of the log snapshot `log` (a deltalake.DeltaTable)."""
+    rows = log.to_pyarrow_table(
+        columns=["_origin", "_commit_info"],
+        filters=[("_origin", "in", [str(m) for m in MARKERS])],
+    )
+    commits, compactions, resolutions = [], [], []
+    for origin, text in zip(
+        rows.column("_origin").to_pylist(), rows.column("_commit_info").to_pylist(), strict=True
+    ):
+        if origin == Origin.COMMIT:
+            commits.append(CommitInfo.from_json(text))
+        elif origin == Origin.COMPACTION:
+            compactions.append(CompactionInfo.from_json(text))
         else:
-            last = markers.commits[-1]
-            through = last.commit - 1 if self.table_version() == last.base_version else last.commit
-        return [c.commit for c in markers.commits if c.commit > through]
-
-    def _merged_since(self, version: int) -> bool:
-        """Whether a MERGE landed on the wide table after Delta version `version`."""
-        from deltalake import DeltaTable
-
-        table = DeltaTable(self.table_path)
-        since = table.version() - version
-        history = table.history(since) if since > 0 else []
-        return any(entry.get("operation") == "MERGE" for entry in history)
+            resolutions.append(Resolution.from_json(text))
+    return Markers(
+        sorted(commits, key=lambda c: c.commit),
+        sorted(compactions, key=lambda c: c.through),
+        sorted(resolutions, key=lambda r: r.through),
+    )
 
 
 def now() -> str:

@@ -10,17 +10,16 @@ from typing import Any
 from wide_assets.errors import InvalidOptionError, TableStateError, first_line
 from wide_assets.schema import Column
 from wide_assets.spec import TableSpec
+from wide_assets.table import arbiter
 from wide_assets.table.images import commit_images
 from wide_assets.table.storage import Storage
 
 
 def optimize(storage: Storage, z_order: Sequence[str] | None = None) -> dict[str, Any]:
     """Small-file compaction (delta-rs OPTIMIZE, optionally Z-ordered) of the table and its log."""
-    from deltalake import DeltaTable
-
-    table = DeltaTable(storage.path)
+    table = arbiter.open_table(storage.path)
     metrics = table.optimize.z_order(list(z_order)) if z_order else table.optimize.compact()
-    DeltaTable(storage.changelog_path).optimize.compact()
+    arbiter.open_table(storage.changelog_path).optimize.compact()
     return metrics
 
 
@@ -28,11 +27,9 @@ def vacuum(storage: Storage, retention_hours: int | None = None, dry_run: bool =
     """Delete files no version within the retention needs (delta-rs VACUUM). The retention can never
     go below the table's `delta.deletedFileRetentionDuration` (7 days unless set), so readers of
     recent versions and time travel keep working."""
-    from deltalake import DeltaTable
-
     removed = []
     for path in (storage.path, storage.changelog_path):
-        removed += DeltaTable(path).vacuum(
+        removed += arbiter.open_table(path).vacuum(
             retention_hours=retention_hours, dry_run=dry_run, enforce_retention_duration=True
         )
     return removed
@@ -74,13 +71,20 @@ def verify(storage: Storage) -> None:
 def rebuild(storage: Storage) -> int:
     """Rewrite the wide table from its commit log (every commit's final images), as a new Delta
     version: the way back from a lost or corrupted data file of the table. Returns the row count."""
-    commits = storage.log.markers().commits
-    if not commits:
+
+    def attempt() -> bool:
+        commits = storage.log.snapshot().markers.commits
+        if not commits:
+            return False
+        table = arbiter.open_table(storage.path)
+        # From empty: every commit's images again (fragments are folded from no rows at all).
+        empty = storage.rows(version=table.version()).limit(0)
+        images = commit_images(storage, [c.commit for c in commits], empty)
+        storage.overwrite(storage.image_rows(images), table, commits[-1].commit)
+        return True
+
+    if not arbiter.retrying(attempt, f"rebuilding {storage.path}")[0]:
         return 0
-    # From empty: every commit's images again (fragments are folded from no rows at all).
-    empty = storage.rows(version=storage.version).limit(0)
-    images = commit_images(storage, [c.commit for c in commits], empty)
-    storage.overwrite(storage.image_rows(images))
     return storage.spark.read.format("delta").load(storage.path).count()
 
 

@@ -1,22 +1,26 @@
-"""The commit protocol of a write: recover, decide by transaction id, merge, log, apply (exactly once).
+"""The commit protocol of a write: catch up, decide by transaction id, merge, log, apply; exactly once
+with any number of writers on any store.
 
-Under the table's lock (held by the caller): (1) finish what a crash cut short; (2) skip the write if
-its transaction id was already committed, or refuse it if its input went stale; (3) merge the batch
-against the rows stored now; (4) append the commit to the log in one atomic Delta commit; (5) apply it
-to the wide table with a MERGE of the images read back from the log. Step 5 is idempotent, so a crash
-anywhere leaves either nothing or a commit that the next write (or `recover`) finishes.
+One attempt: (1) pin the log at its latest version and bring the table up to it (`recovery.catch_up`);
+(2) skip the write if its transaction id was already committed, or refuse it if its input went stale;
+(3) merge the batch against the rows the pinned table holds; (4) log the commit as the log's next
+version: the linearization point, which fails with `Conflict` if any other commit landed since (1),
+so nothing computed from a stale state is ever committed; (5) apply it to the table from its logged
+images, as a table commit recording that it holds the commit. A conflict at (1)-(4) starts a new
+attempt after a backoff; at (5) the commit stands and whoever catches up next applies it.
+docs/commit-protocol.md has the argument.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from pyspark.sql import DataFrame
 
 from wide_assets import faults
-from wide_assets.batch import assign_auto_increment, merge_batch, prepare_batch
+from wide_assets.batch import PreparedBatch, assign_auto_increment, merge_batch, prepare_batch
 from wide_assets.changelog import (
     collapsed_transitions,
     input_changelog,
@@ -25,10 +29,10 @@ from wide_assets.changelog import (
 )
 from wide_assets.errors import ConcurrentWriteError, merge_errors
 from wide_assets.merge import engine_for, logs_unchanged_rows
-from wide_assets.table.images import commit_images
+from wide_assets.table import arbiter
 from wide_assets.table.log import CommitInfo, Origin, Txn, now
 from wide_assets.table.reads import Reader
-from wide_assets.table.recovery import recover
+from wide_assets.table.recovery import catch_up
 from wide_assets.table.storage import Storage
 
 
@@ -49,6 +53,8 @@ class WriteResult:
     recovered: bool = False
     # Lookup-free write-only commits are folded in at compaction: until then the counts are 0.
     resolved_at_compaction: bool = False
+    # Attempts that lost the race to another writer's commit and were computed again.
+    conflicts: int = 0
 
     def as_metadata(self) -> dict[str, Any]:
         return asdict(self)
@@ -84,18 +90,36 @@ def write(
     txn: Txn | None,
 ) -> WriteResult:
     """Merge `changes` into the table and its changelog as one commit (see the module docstring)."""
+    batches: list[PreparedBatch] = []
+
+    def prepared() -> PreparedBatch:
+        # Validated once, and only when not skipped: the records do not change between attempts.
+        if not batches:
+            batches.append(prepare_batch(storage.spark, storage.spec, changes, target_columns))
+        return batches[0]
+
+    written, conflicts = arbiter.retrying(
+        lambda: attempt(storage, prepared, txn), f"writing to {storage.path}"
+    )
+    if not written.skipped and not storage.spec.merge.write_only:
+        finish(storage, written.commit)
+    return replace(written, version=storage.version, conflicts=conflicts)
+
+
+def attempt(storage: Storage, prepared: Callable[[], PreparedBatch], txn: Txn | None) -> WriteResult:
+    """Steps (1)-(4) of one attempt; raises `Conflict` when another commit landed first."""
     spark, spec = storage.spark, storage.spec
     merge = spec.merge
-    # Recovery adds no commit marker, so one read of the markers serves both.
-    markers = storage.log.markers()
-    recovered = recover(storage, markers)
+    log = storage.log.snapshot()
+    markers = log.markers
+    table, recovered = catch_up(storage, markers)
     if txn is not None:
         done = committed_by(markers.commits, txn)
         if done is not None:
             counts = commit_counts(storage, done.commit)
             return result(storage, done, counts, skipped=True, recovered=recovered)
-    batch = prepare_batch(spark, spec, changes, target_columns)
-    base_version = storage.version
+    batch = prepared()
+    base_version = table.version()
     info = CommitInfo(
         commit=markers.last_commit + 1,
         base_version=base_version,
@@ -114,7 +138,8 @@ def write(
                 merge_batch(spark, batch, storage.rows(version=base_version).limit(0)).count()
         parts = [storage.log_rows(batch.frame, info.commit, Origin.FRAGMENT)]
     else:
-        stored = Reader(storage).read()
+        pending = storage.log.pending(markers, arbiter.applied_through(table))
+        stored = Reader(storage).union(storage.rows(version=base_version), pending)
         if merge.auto_increment is not None:
             batch, next_id = assign_auto_increment(spark, batch, stored, markers.next_auto_increment)
             info = replace(info, next_auto_increment=next_id)
@@ -135,16 +160,22 @@ def write(
     assert batch.records is not None, "prepare_batch counts the records"
     info = replace(info, input_records=batch.records)
     faults.checkpoint("before-changelog-commit")
-    storage.append_log(parts, info.commit, Origin.COMMIT, info.to_json())
+    storage.append_log(parts, info.commit, Origin.COMMIT, info.to_json(), log)
     faults.checkpoint("after-changelog-commit")
-    counts = commit_counts(storage, info.commit)
-    if not merge.write_only:
-        # Each key the commit touched has one final image: +I, +U or -D.
-        touched = sum(counts[name] for name in ("inserted", "updated", "unchanged", "deleted"))
-        storage.apply_images(commit_images(storage, [info.commit]), count=touched)
-    faults.checkpoint("after-table-commit")
     # `info` is exactly the marker just committed: no need to read the log back.
-    return result(storage, info, counts, recovered=recovered)
+    return result(storage, info, commit_counts(storage, info.commit), recovered=recovered)
+
+
+def finish(storage: Storage, commit: int) -> None:
+    """Step (5): make the table hold `commit` (done by whoever gets there first)."""
+
+    def attempt() -> None:
+        log = storage.log.snapshot()
+        if arbiter.applied_through(arbiter.open_table(storage.path)) < commit:
+            catch_up(storage, log.markers)
+
+    arbiter.retrying(attempt, f"applying commit {commit} to {storage.path}")
+    faults.checkpoint("after-table-commit")
 
 
 def commit_counts(storage: Storage, commit: int) -> dict[str, int]:

@@ -11,6 +11,7 @@ from wide_assets.changelog import apply_images, without_ignored_updates
 from wide_assets.errors import InvalidInputError, InvalidOptionError
 from wide_assets.spec import BUCKET_COLUMN
 from wide_assets.sql import columns, key_join, quote, string_literal, value_literal
+from wide_assets.table import arbiter
 from wide_assets.table.images import commit_images
 from wide_assets.table.log import Origin
 from wide_assets.table.storage import Storage
@@ -33,13 +34,19 @@ class Reader:
         """The merged rows, exactly the table's columns; optionally as of a Delta version or timestamp
         (the table as stored then), and with `where` applied to the stored rows first."""
         storage = self.storage
-        base = storage.rows(version, timestamp, where)
         if version is not None or timestamp is not None:
-            return base
-        pending = storage.log.pending(storage.log.markers(), storage.spec.merge.write_only)
+            return storage.rows(version, timestamp, where)
+        # One snapshot of the table, so that its rows and what it holds agree.
+        table = arbiter.open_table(storage.path)
+        base = storage.rows(table.version(), where=where)
+        return self.union(base, storage.log.pending(storage.log.markers(), arbiter.applied_through(table)))
+
+    def union(self, base: DataFrame, pending: list[int]) -> DataFrame:
+        """The stored rows `base` with the logged commits `pending` that the table does not hold yet
+        folded in: the union read."""
         if not pending:
             return base
-        # Union read: the Delta table plus the logged commits it does not hold yet.
+        storage = self.storage
         return apply_images(storage.spark, storage.spec, base, commit_images(storage, pending, base))
 
     def changelog(self, start_commit: int | None = None, end_commit: int | None = None) -> DataFrame:

@@ -1,46 +1,102 @@
-"""Finishing what a crash cut short: a commit whose MERGE did not land, a compaction after its resolution.
+"""Bringing the Delta table up to what the log decided: commits whose table commit has not landed, a
+compaction's resolution not applied yet. Run by every writer before it merges, and by `recover`.
 
-Both are finished from what the log already holds (absolute images), so finishing is idempotent and
-never merges anything a second time.
+What the table must hold is decided in the log first; the table's own application-transaction version
+says what it holds (`arbiter.applied_through`). Applying is a table commit at the snapshot it was
+computed from, so two writers finishing the same work land it once, and nobody applies old work over
+newer: work is applied from the log's absolute images, never merged a second time.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from pyspark.sql import DataFrame
+
 from wide_assets import faults
-from wide_assets.changelog import without_before_images
+from wide_assets.changelog import final_images, without_before_images
+from wide_assets.table import arbiter
+from wide_assets.table.arbiter import Conflict
 from wide_assets.table.images import commit_images
 from wide_assets.table.log import CompactionInfo, Markers, Origin, Resolution, now
 from wide_assets.table.storage import Storage
 
 
-def recover(storage: Storage, markers: Markers | None = None) -> bool:
-    """Finish what a crash cut short, judged by `markers` (read now when not given); True if anything
-    was applied."""
-    if markers is None:
-        markers = storage.log.markers()
+def catch_up(storage: Storage, markers: Markers) -> tuple[Any, bool]:
+    """The Delta table pinned at a snapshot that holds everything `markers` decided it must hold
+    (every commit; for a write-only table, every resolved compaction), applying what it lacks first;
+    and whether anything was applied. Raises `Conflict` if the table moved on meanwhile."""
+    table = arbiter.open_table(storage.path)
+    applied = arbiter.applied_through(table)
     if storage.spec.merge.write_only:
-        # Pending commits are the compaction's to apply; only a compaction cut short is finished.
-        resolution = markers.unfinished_resolution
+        resolution = markers.resolutions[-1] if markers.resolutions else None
+        if resolution is None or resolution.through <= applied:
+            return table, False
+        through = resolution.through
+        storage.apply_images(resolution_images(storage, resolution), table, through)
+    else:
+        pending = storage.log.pending(markers, applied)
+        if not pending:
+            return table, False
+        through = pending[-1]
+        storage.apply_images(commit_images(storage, pending), table, through)
+    table = arbiter.open_table(storage.path)
+    if arbiter.applied_through(table) != through:
+        raise Conflict(f"{storage.path} moved past commit {through} while it was being caught up.")
+    return table, True
+
+
+def resolution_images(storage: Storage, resolution: Resolution) -> DataFrame:
+    """The final image per key that `resolution` makes the table hold: lookup-free fragments were
+    resolved into logged images; otherwise its commits' merged entries are the images."""
+    if storage.spec.merge.lookup_free_writes:
+        # One merge of Paimon-engine fragments: one transition per key (see `commit_images`).
+        return without_before_images(storage.log_entries([resolution.through], Origin.MERGED))
+    commits = list(range(resolution.through - resolution.commits + 1, resolution.through + 1))
+    entries = storage.log_entries(commits, Origin.MERGED)
+    return final_images(storage.spark, storage.spec, entries, across_commits=True)
+
+
+def recover(storage: Storage) -> bool:
+    """Finish what a crash cut short: a commit the table does not hold, or a compaction whose images
+    or marker are missing. True if anything was finished."""
+    if storage.spec.merge.write_only:
+        resolution = storage.log.markers().unfinished_resolution
         if resolution is not None:
-            apply_resolution(storage, resolution)
+            finish_compaction(storage, resolution)
         return resolution is not None
-    pending = storage.log.pending(markers, write_only=False)
-    return bool(pending) and storage.apply_images(commit_images(storage, pending)) > 0
+
+    def attempt() -> bool:
+        return catch_up(storage, storage.log.snapshot().markers)[1]
+
+    return arbiter.retrying(attempt, f"recovering {storage.path}")[0]
 
 
-def apply_resolution(storage: Storage, resolution: Resolution) -> CompactionInfo:
-    """MERGE a resolution's logged images (idempotent), then write the compaction's marker."""
-    entries = storage.log_entries([resolution.through], Origin.MERGED)
-    # One merge of Paimon-engine fragments: one transition per key (see `commit_images`).
-    applied = storage.apply_images(without_before_images(entries))
-    faults.checkpoint("after-compaction-merge")
-    info = CompactionInfo(
-        through=resolution.through,
-        commits=resolution.commits,
-        applied_rows=applied,
-        version_before=resolution.version_before,
-        version_after=storage.version,
-        written_at=now(),
-    )
-    storage.append_log([], info.through, Origin.COMPACTION, info.to_json())
-    return info
+def finish_compaction(storage: Storage, resolution: Resolution) -> CompactionInfo:
+    """Apply a logged resolution to the table (unless it holds it already), then log the compaction's
+    marker (unless it is there already)."""
+
+    def attempt() -> CompactionInfo:
+        log = storage.log.snapshot()
+        recorded = [c for c in log.markers.compactions if c.through == resolution.through]
+        if recorded:
+            return recorded[-1]
+        table = arbiter.open_table(storage.path)
+        images = resolution_images(storage, resolution)
+        if arbiter.applied_through(table) < resolution.through:
+            applied_rows = storage.apply_images(images, table, resolution.through)
+        else:
+            applied_rows = images.count()
+        faults.checkpoint("after-compaction-merge")
+        info = CompactionInfo(
+            through=resolution.through,
+            commits=resolution.commits,
+            applied_rows=applied_rows,
+            version_before=resolution.version_before,
+            version_after=storage.version,
+            written_at=now(),
+        )
+        storage.append_log([], info.through, Origin.COMPACTION, info.to_json(), log)
+        return info
+
+    return arbiter.retrying(attempt, f"compacting {storage.path}")[0]

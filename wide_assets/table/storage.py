@@ -3,7 +3,6 @@ commit log, and the MERGE that applies final images to the table."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,8 @@ from wide_assets.merge import changelog_read_from_merge
 from wide_assets.schema import Column
 from wide_assets.spec import BUCKET_COLUMN, TableSpec
 from wide_assets.sql import RowKind, columns, key_join, kind_in, quote, string_literal
-from wide_assets.table.log import CHANGELOG_SUFFIX, CommitLog, Origin
+from wide_assets.table import arbiter
+from wide_assets.table.log import CHANGELOG_SUFFIX, CommitLog, LogSnapshot, Origin
 
 SPEC_PROPERTY = "wide_assets.spec"
 URL_UNSAFE = " %#?"
@@ -34,11 +34,9 @@ def check_path(path: str) -> None:
 
 def stored_spec(path: str) -> TableSpec:
     """The definition persisted with the wide table at `path` (read through delta-rs)."""
-    from deltalake import DeltaTable
-
-    if not DeltaTable.is_deltatable(path):
+    if not arbiter.exists(path):
         raise TableStateError(f"No Delta table at {path}.")
-    configuration = DeltaTable(path).metadata().configuration
+    configuration = arbiter.open_table(path).metadata().configuration
     if SPEC_PROPERTY not in configuration:
         raise TableStateError(
             f"The Delta table at {path} is not a wide table (no '{SPEC_PROPERTY}' property)."
@@ -75,31 +73,33 @@ class Storage:
         from deltalake import DeltaTable
 
         schema = self._arrow_schema(self.spec.columns, key=self.spec.primary_key)
-        if not DeltaTable.is_deltatable(self.changelog_path):
+        if not arbiter.exists(self.changelog_path):
             name = f"{Path(self.path).name}{CHANGELOG_SUFFIX}"
-            DeltaTable.create(self.changelog_path, schema=_log_schema(schema), name=name)
-        if not DeltaTable.is_deltatable(self.path):
+            DeltaTable.create(
+                self.changelog_path,
+                schema=_log_schema(schema),
+                name=name,
+                storage_options=arbiter.storage_options(self.changelog_path),
+            )
+        if not arbiter.exists(self.path):
             partition_by = None
             if self.spec.bucketing is not None:
                 schema = schema.append(pa.field(BUCKET_COLUMN, pa.int32(), nullable=False))
                 partition_by = [BUCKET_COLUMN]
-            configuration = {"delta.enableDeletionVectors": "true"} if self.spec.deletion_vectors else None
             DeltaTable.create(
                 self.path,
                 schema=schema,
                 name=Path(self.path).name,
                 partition_by=partition_by,
-                configuration=configuration,
+                storage_options=arbiter.storage_options(self.path),
             )
-        elif DeltaTable(self.path).version() != 0:
+        elif arbiter.open_table(self.path).version() != 0:
             raise TableStateError(f"The Delta table at {self.path} holds data but is not a wide table.")
         self.record_spec(self.spec)
 
     def record_spec(self, spec: TableSpec) -> None:
         """Persist `spec` as the table's definition (delta-rs only takes custom properties through ALTER)."""
-        from deltalake import DeltaTable
-
-        DeltaTable(self.path).alter.set_table_properties(
+        arbiter.open_table(self.path).alter.set_table_properties(
             {SPEC_PROPERTY: spec.to_json()}, raise_if_not_exists=False
         )
         self.spec = spec
@@ -107,11 +107,11 @@ class Storage:
     def add_columns(self, added: list[Column]) -> None:
         """Add nullable columns to the log first, the table second: until the definition names them,
         readers ignore them, and a repeated call adds only what is still missing."""
-        from deltalake import DeltaTable, Schema
+        from deltalake import Schema
 
         fields = Schema.from_arrow(self._arrow_schema(added)).fields
         for path in (self.changelog_path, self.path):
-            table = DeltaTable(path)
+            table = arbiter.open_table(path)
             existing = set(table.schema().to_arrow().names)
             missing = [f for f in fields if f.name not in existing]
             if missing:
@@ -150,71 +150,70 @@ class Storage:
         ).collect()
         return ", ".join(str(r.b) for r in hit) or "NULL"
 
-    def holds_no_rows(self) -> bool:
-        """Whether the table has no data file (new, or every file removed); metadata only."""
-        from deltalake import DeltaTable
+    def apply_images(self, images: DataFrame, table: Any, through: int) -> int:
+        """Apply final images (`_row_kind` '-D' = delete) as the table commit right after the snapshot
+        `table` (a pinned deltalake.DeltaTable), making the table hold the log's commits up to
+        `through`; returns how many images there were. Raises `Conflict` when another commit landed
+        first. Into a table that holds no rows nothing can match, so the rows are appended."""
+        import pyarrow.compute as pc
 
-        return not DeltaTable(self.path).file_uris()
+        frame = images.select("_row_kind", *[quote(c) for c in self.spec.column_names])
+        rows = self._with_bucket(frame).toArrow()
+        if not table.file_uris() or rows.num_rows == 0:
+            live = rows.filter(pc.invert(pc.equal(rows.column("_row_kind"), str(RowKind.DELETE))))
+            arbiter.append(table, live, through)
+        elif not self._merge(rows, table, through):
+            # A MERGE that changes no file commits nothing, and the table must still record `through`.
+            arbiter.append(table, rows.slice(0, 0), through)
+        return int(rows.num_rows)
 
-    def apply_images(self, images: DataFrame, count: int | None = None) -> int:
-        """Apply final images (`_row_kind` '-D' = delete) to the table; returns how many there are
-        (`count`, when the caller knows it). Into a table that holds no rows nothing can match, so
-        their rows are appended: Sail reads an append's source once and a MERGE's six times (an
-        initial load or backfill)."""
-        if count is None:
-            count = images.count()
-        if count == 0:
-            return 0
-        if self.holds_no_rows():
-            self._save(self.image_rows(images), "append")
-        else:
-            self._merge(images)
-        return count
+    def _merge(self, rows: Any, table: Any, through: int) -> bool:
+        """delta-rs MERGE of final images into the snapshot `table` (see `apply_images`); False when
+        it changed no file, so that delta-rs committed nothing."""
+        import pyarrow.compute as pc
+
+        spec = self.spec
+        on = key_join(spec.primary_key, "t", "s")
+        names = list(spec.column_names)
+        if spec.bucketing is not None:
+            # The literal bucket list prunes the target's partitions: only buckets the images hit are
+            # scanned and rewritten.
+            hit = ", ".join(str(b) for b in pc.unique(rows.column(BUCKET_COLUMN)).to_pylist()) or "NULL"
+            on = f"t.{BUCKET_COLUMN} IN ({hit}) AND t.{BUCKET_COLUMN} = s.{BUCKET_COLUMN} AND {on}"
+            names.append(BUCKET_COLUMN)
+        source = arbiter.conform_source(rows, table)
+        is_delete = f"s._row_kind = {string_literal(RowKind.DELETE)}"
+        merger = table.merge(
+            source,
+            predicate=on,
+            source_alias="s",
+            target_alias="t",
+            commit_properties=arbiter.commit_properties(through),
+        ).when_matched_delete(predicate=is_delete)
+        values = {quote(c): f"s.{quote(c)}" for c in spec.value_columns}
+        if values:
+            merger = merger.when_matched_update(updates=values, predicate=f"NOT ({is_delete})")
+        merger = merger.when_not_matched_insert(
+            updates={quote(c): f"s.{quote(c)}" for c in names}, predicate=f"NOT ({is_delete})"
+        )
+        with arbiter.arbitrated():
+            metrics = merger.execute()
+        return bool(metrics["num_target_files_added"] or metrics["num_target_files_removed"])
+
+    def overwrite(self, rows: DataFrame, table: Any, through: int) -> None:
+        """Replace every stored row with `rows` (the table's columns) as the table commit right after
+        the snapshot `table`, holding the log's commits up to `through` (or raise `Conflict`)."""
+        arbiter.overwrite(table, self._with_bucket(rows).toArrow(), through)
+
+    def _with_bucket(self, rows: DataFrame) -> DataFrame:
+        """`rows` with the bucket column when the table has buckets."""
+        if self.spec.bucketing is None:
+            return rows
+        return rows.selectExpr("*", f"{self.spec.bucketing.expression()} AS {BUCKET_COLUMN}")
 
     def image_rows(self, images: DataFrame) -> DataFrame:
         """The rows final images leave in the table (deletes dropped), as the table's columns."""
         return images.where(f"NOT {IS_DELETE_IMAGE}").select(*[quote(c) for c in self.spec.column_names])
-
-    def _merge(self, images: DataFrame) -> None:
-        """MERGE final images into the Delta table."""
-        spec = self.spec
-        on = key_join(spec.primary_key, "t", "s")
-        assignments = ", ".join(f"t.{quote(c)} = s.{quote(c)}" for c in spec.value_columns)
-        update = f"WHEN MATCHED THEN UPDATE SET {assignments} " if assignments else ""
-        names = columns(spec.column_names)
-        values = columns(spec.column_names, "s.")
-        if spec.bucketing is not None:
-            # The literal bucket list prunes the target's partitions: only buckets the images hit are
-            # scanned and rewritten.
-            on = f"t.{BUCKET_COLUMN} IN ({self.buckets_of(images)}) AND t.{BUCKET_COLUMN} = s.{BUCKET_COLUMN} AND {on}"
-            names += f", {BUCKET_COLUMN}"
-            values += f", s.{BUCKET_COLUMN}"
-            images = self.spark.sql(
-                f"SELECT *, {spec.bucketing.expression()} AS {BUCKET_COLUMN} FROM {{images}}", images=images
-            )
-        view = f"wide_assets_apply_{os.getpid()}_{id(self)}"
-        images.createOrReplaceTempView(view)
-        try:
-            self.spark.sql(
-                f"MERGE INTO delta.`{self.path}` t USING {view} s ON {on} "
-                f"WHEN MATCHED AND {IS_DELETE} THEN DELETE "
-                f"{update}"
-                f"WHEN NOT MATCHED AND NOT {IS_DELETE} THEN INSERT ({names}) VALUES ({values})"
-            ).collect()
-        finally:
-            self.spark.catalog.dropTempView(view)
-
-    def overwrite(self, rows: DataFrame) -> None:
-        """Replace every stored row with `rows` (the table's columns) as one new Delta version."""
-        self._save(rows, "overwrite")
-
-    def _save(self, rows: DataFrame, mode: str) -> None:
-        """Write `rows` (the table's columns) to the table, placed in their buckets if it has any."""
-        if self.spec.bucketing is not None:
-            rows = rows.selectExpr("*", f"{self.spec.bucketing.expression()} AS {BUCKET_COLUMN}")
-            rows.write.format("delta").mode(mode).partitionBy(BUCKET_COLUMN).save(self.path)
-        else:
-            rows.write.format("delta").mode(mode).save(self.path)
 
     # ----------------------------------------------------------------------------- commit log
     def log_frame(self) -> DataFrame:
@@ -245,8 +244,11 @@ class Storage:
             entries=entries,
         )
 
-    def append_log(self, parts: list[DataFrame], commit: int, origin: Origin, info_json: str) -> None:
-        """One atomic Delta commit: the entries plus their marker row (`origin` is a marker's)."""
+    def append_log(
+        self, parts: list[DataFrame], commit: int, origin: Origin, info_json: str, log: LogSnapshot
+    ) -> None:
+        """One log commit right after the snapshot `log`: the entries plus their marker row (`origin`
+        is a marker's). Raises `Conflict` when another commit took that version first."""
         nulls = ", ".join(f"CAST(NULL AS {c.type}) AS {quote(c.name)}" for c in self.spec.columns)
         rows = self.spark.sql(
             f"SELECT CAST({commit} AS BIGINT) AS _commit, CAST(-1 AS BIGINT) AS _offset, "
@@ -256,7 +258,8 @@ class Storage:
         for part in parts:
             rows = rows.unionByName(part)
         with merge_errors():
-            rows.write.format("delta").mode("append").save(self.changelog_path)
+            arrow = rows.toArrow()
+        arbiter.append(log.table, arrow)
 
 
 def _log_schema(table_schema: Any) -> Any:

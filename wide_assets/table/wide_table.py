@@ -1,5 +1,6 @@
-"""`WideTable`: the facade users hold; each call takes the table's lock where it writes and hands the
-work to the module that owns it (storage, protocol, reads, compaction, recovery, maintenance).
+"""`WideTable`: the facade users hold; each call hands the work to the module that owns it (storage,
+protocol, reads, compaction, recovery, maintenance). Writers on local disk also take a file lock,
+which only saves them retries: the commit protocol keeps any number of writers correct.
 
 Storage, for a table at `path`: `path` is a Delta table holding exactly the table's columns, its
 definition persisted in the Delta metadata; `path` + `_changelog` is a Delta table that is both the
@@ -19,7 +20,7 @@ from wide_assets.errors import InvalidOptionError, TableStateError
 from wide_assets.locking import exclusive
 from wide_assets.schema import Column
 from wide_assets.spec import TableSpec
-from wide_assets.table import compaction, maintenance, protocol
+from wide_assets.table import arbiter, compaction, maintenance, protocol
 from wide_assets.table.log import CommitInfo, CompactionInfo, Txn
 from wide_assets.table.protocol import WriteResult
 from wide_assets.table.reads import Reader
@@ -76,10 +77,8 @@ class WideTable:
     def open(cls, spark: SparkSession | None, path: str | os.PathLike[str]) -> WideTable:
         """Open an existing table; its definition is read from the Delta metadata. Without a session
         (`spark=None`) only the metadata methods work: commits, compactions, pending_commits, version."""
-        from deltalake import DeltaTable
-
         table = cls(spark, str(path), stored_spec(str(path)))
-        if not DeltaTable.is_deltatable(table.changelog_path):
+        if not arbiter.exists(table.changelog_path):
             raise TableStateError(f"The changelog of {table.path} is missing at {table.changelog_path}.")
         return table
 
@@ -127,7 +126,7 @@ class WideTable:
     def pending_commits(self) -> list[int]:
         """Commits logged but not in the Delta table yet: a write-only table's uncompacted fragments, or
         a copy-on-write commit whose MERGE a crash cut short (it still shows in `read()`)."""
-        return self._storage.log.pending(self._storage.log.markers(), self.spec.merge.write_only)
+        return self._storage.log.pending(self._storage.log.markers())
 
     @property
     def last_commit(self) -> int:
@@ -193,5 +192,5 @@ class WideTable:
             return maintenance.vacuum(self._storage, retention_hours, dry_run)
 
     def _locked(self) -> contextlib.AbstractContextManager[None]:
-        """One writer per table on this machine; remote stores rely on the orchestrator's pool."""
+        """One writer at a time on this machine's disk (fewer conflicts to retry; not the guarantee)."""
         return exclusive(self.path)

@@ -1,0 +1,142 @@
+"""Commits the store arbitrates: each lands exactly one version after the snapshot it was computed
+from, or fails with `Conflict`; and the bounded retry loop around them.
+
+Every Delta commit of a wide table and its log goes through here, on delta-rs with no retry of its
+own (`max_commit_retries=0`): writing version N+1 of the Delta log is a put-if-absent, so of two
+writers that read version N exactly one lands and the other gets `Conflict`, on local disk and on
+object storage alike (see docs/commit-protocol.md). Spark computes; delta-rs commits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from wide_assets.errors import ConcurrentWriteError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from deltalake import DeltaTable
+
+# The table's Delta application-transaction id: its version is the last commit the table holds.
+APP_ID = "wide_assets"
+MAX_ATTEMPTS = 30
+FIRST_BACKOFF_S = 0.05
+MAX_BACKOFF_S = 2.0
+
+T = TypeVar("T")
+
+
+class Conflict(Exception):
+    """Another writer committed to the same Delta table after the snapshot this commit was computed
+    from: nothing was committed, and whatever was computed from that snapshot must be thrown away."""
+
+
+def storage_options(path: str) -> dict[str, str] | None:
+    """delta-rs settings for `path`'s store beyond the standard AWS_* environment variables: on S3 a
+    commit must be a conditional put, which object_store only does when asked to."""
+    if path.startswith(("s3://", "s3a://")):
+        return {"conditional_put": "etag"}
+    return None
+
+
+def open_table(path: str, version: int | None = None) -> DeltaTable:
+    """The Delta table at `path`, as of `version` (default: the latest), pinned to that snapshot."""
+    from deltalake import DeltaTable
+
+    return DeltaTable(path, version=version, storage_options=storage_options(path))
+
+
+def exists(path: str) -> bool:
+    """Whether a Delta table is at `path`."""
+    from deltalake import DeltaTable
+
+    return bool(DeltaTable.is_deltatable(path, storage_options=storage_options(path)))
+
+
+def applied_through(table: DeltaTable) -> int:
+    """The last commit of the log that the table snapshot `table` holds (0: none)."""
+    return table.transaction_version(APP_ID) or 0
+
+
+@contextlib.contextmanager
+def arbitrated() -> Iterator[None]:
+    """Turn delta-rs's refusal of a commit whose version was taken into `Conflict`."""
+    from deltalake.exceptions import CommitFailedError
+
+    try:
+        yield
+    except CommitFailedError as error:
+        raise Conflict(str(error)) from error
+
+
+def commit_properties(through: int | None = None) -> Any:
+    """No retry inside delta-rs (its retry would rebase the commit onto a state it was not computed
+    from), and, for a table commit, the last log commit it makes the table hold."""
+    from deltalake import CommitProperties, Transaction
+
+    transactions = [Transaction(APP_ID, through)] if through is not None else None
+    return CommitProperties(max_commit_retries=0, app_transactions=transactions)
+
+
+def append(table: DeltaTable, rows: pa.Table, through: int | None = None) -> None:
+    """Append `rows` as the version after `table`'s snapshot, or raise `Conflict`."""
+    from deltalake import write_deltalake
+
+    with arbitrated():
+        write_deltalake(
+            table,
+            conform(rows, table),
+            mode="append",
+            commit_properties=commit_properties(through),
+        )
+
+
+def overwrite(table: DeltaTable, rows: pa.Table, through: int) -> None:
+    """Replace every row with `rows` as the version after `table`'s snapshot, or raise `Conflict`."""
+    from deltalake import write_deltalake
+
+    with arbitrated():
+        write_deltalake(
+            table,
+            conform(rows, table),
+            mode="overwrite",
+            commit_properties=commit_properties(through),
+        )
+
+
+def conform(rows: pa.Table, table: DeltaTable) -> pa.Table:
+    """`rows` with exactly `table`'s columns and Arrow types (Spark's Arrow output differs in
+    nullability and time zone, not in values)."""
+    import pyarrow as pa
+
+    schema = pa.schema(table.schema().to_arrow())
+    return rows.select(schema.names).cast(schema)
+
+
+def conform_source(rows: pa.Table, table: DeltaTable) -> pa.Table:
+    """Final images (`_row_kind` and `table`'s columns) with `table`'s Arrow types, as a MERGE source."""
+    import pyarrow as pa
+
+    schema = pa.schema(table.schema().to_arrow())
+    fields = [pa.field("_row_kind", pa.string()), *(f.with_nullable(True) for f in schema)]
+    return rows.select([f.name for f in fields]).cast(pa.schema(fields))
+
+
+def retrying(attempt: Callable[[], T], what: str) -> tuple[T, int]:
+    """Run `attempt` until it does not raise `Conflict` (at most MAX_ATTEMPTS times, with jittered
+    exponential backoff so that racing writers spread out); returns its result and the conflicts seen."""
+    backoff = FIRST_BACKOFF_S
+    for conflicts in range(MAX_ATTEMPTS):
+        try:
+            return attempt(), conflicts
+        except Conflict:
+            time.sleep(random.uniform(0, backoff))
+            backoff = min(backoff * 2, MAX_BACKOFF_S)
+    raise ConcurrentWriteError(
+        f"{what}: other writers committed first {MAX_ATTEMPTS} times in a row; nothing of this call "
+        "was committed. Retry later or serialize the writers (a Dagster pool)."
+    )
