@@ -78,8 +78,8 @@ class Seed:
     snapshot: frozenset[Row]
 
 
-@pytest.fixture(scope="module")
-def seed() -> Seed:
+def load_seed() -> Seed:
+    """The seed's changelog of each INSERT INTO and its final snapshot, as rows of the demo's columns."""
     lines = SEED.read_text(encoding="utf-8").splitlines()
     step6 = next(i for i, line in enumerate(lines) if line.startswith("Step 6:"))
     step8 = next(i for i, line in enumerate(lines) if line.startswith("Step 8:"))
@@ -97,6 +97,11 @@ def seed() -> Seed:
     rows = frozenset(_typed(snapshot.header, r) for r in snapshot.rows)
     assert len(stages) == len(SPEC.sources) and len(rows) == len(snapshot.rows) > 0
     return Seed(tuple(stages), rows)
+
+
+@pytest.fixture(scope="module")
+def seed() -> Seed:
+    return load_seed()
 
 
 def _by_key(entries: Sequence[Entry]) -> dict[Row, list[Entry]]:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import difflib
+from collections.abc import Iterable, Iterator
 
 # Prefix of the message a merge query aborts with (`sql.fail`), so the error can be told apart from
 # an engine failure and re-raised as a MergeError carrying only the message.
@@ -37,6 +38,12 @@ class TableStateError(WideTableError):
 class ConcurrentWriteError(WideTableError):
     """Another writer committed the same input stream first; re-read the input and retry (nothing was
     committed by the failed write)."""
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str:
+    """` (did you mean 'x'?)` naming the candidate closest to a misspelled `name`, or "" if none is close."""
+    closest = difflib.get_close_matches(name, list(candidates), n=1)
+    return f" (did you mean '{closest[0]}'?)" if closest else ""
 
 
 def first_line(error: BaseException) -> str:

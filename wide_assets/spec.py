@@ -15,13 +15,14 @@ from functools import cached_property
 from wide_assets.errors import InvalidOptionError
 from wide_assets.java_text import java_list
 from wide_assets.options.common import (
+    Dialect,
     MergeOptions,
     check_columns,
+    check_option_names,
     dialect_of,
     name_list,
     option_text,
     unparsable,
-    warn_unknown,
 )
 from wide_assets.options.fluss import parse_fluss
 from wide_assets.options.paimon import parse_paimon
@@ -52,11 +53,23 @@ class TableSpec(Schema):
         return spec
 
     @cached_property
-    def merge(self) -> MergeOptions:
+    def dialect(self) -> Dialect:
+        """Fluss when any option is a `table.*` option, else Paimon; mixing them is refused."""
+        return dialect_of(self.options)
+
+    @cached_property
+    def ignored_options(self) -> tuple[str, ...]:
+        """The options that mean something only to Paimon's or Fluss's own storage, files, readers or
+        jobs (`bucket.num` is used, `table.datalake.enabled`, `changelog.num-retained.max`, `file.format`,
+        ...): accepted, with no effect on this table. A name that is neither used nor such an option is
+        refused here, naming the closest valid name."""
         check_columns(self)
-        dialect = dialect_of(self.options)
-        warn_unknown(self.options, dialect)
-        parse = parse_fluss if dialect == "fluss" else parse_paimon
+        return check_option_names(self, self.options, self.dialect)
+
+    @cached_property
+    def merge(self) -> MergeOptions:
+        self.ignored_options  # noqa: B018 - refuse unknown option names before reading their values
+        parse = parse_fluss if self.dialect == "fluss" else parse_paimon
         return parse(self, self.options)
 
     @cached_property

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import logging
-
 import pytest
 
 from wide_assets.errors import InvalidOptionError
@@ -143,7 +141,139 @@ def test_reserved_and_duplicate_columns_are_refused() -> None:
         spec(columns=[("k", "int"), ("a", "int"), ("a", "int")])
 
 
-def test_an_option_without_effect_is_reported(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING):
-        spec({"merge-engin": "partial-update"})
-    assert "merge-engin" in caplog.text and "did you mean 'merge-engine'" in caplog.text
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        # Once a warning, and the table silently became `deduplicate`.
+        (
+            {"merge-engin": "partial-update"},
+            "Unknown option 'merge-engin' for a Paimon table (did you mean 'merge-engine'?).",
+        ),
+        # Once accepted because any `table.*` key was taken as known.
+        (
+            {"table.delete.behaviour": "allow"},
+            "Unknown option 'table.delete.behaviour' for a Fluss table (did you mean 'table.delete.behavior'?).",
+        ),
+        (
+            {"merge-engine": "partial-update", "fields.seq_a.sequnce-group": "a"},
+            "'sequnce-group' is not a per-field option of a Paimon table (did you mean 'sequence-group'?).",
+        ),
+        (
+            {"table.merge-engine": "aggregation", "fields.b.agg": "sum", "fields.b.listagg.delimeter": ";"},
+            "(did you mean 'listagg.delimiter'?)",
+        ),
+        (
+            {"rowkind.field": "op"},
+            "Option 'rowkind.field' is not supported here: the row kind of a change is its `_row_kind` column.",
+        ),
+        (
+            {"merge-engine": "aggregation", "fields.a.nested-key": "id"},
+            "the nested_update function is not supported",
+        ),
+    ],
+)
+def test_a_misspelled_or_unsupported_option_is_an_error(options: dict[str, str], message: str) -> None:
+    with pytest.raises(InvalidOptionError) as refused:
+        spec(options)
+    assert message in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            {"merge-engine": "aggregation", "fields.bb.aggregate-function": "sum"},
+            "Field bb can not be found in table schema. (did you mean 'b'?)",
+        ),
+        (
+            {"merge-engine": "partial-update", "fields.seq_aa.sequence-group": "a"},
+            "Field seq_aa can not be found in table schema. (did you mean 'seq_a'?)",
+        ),
+        (
+            {"merge-engine": "partial-update", "fields.seq_a.sequence-group": "aa"},
+            "Field aa can not be found in table schema (did you mean 'a'?)",
+        ),
+        ({"fields.bb.stats-mode": "full"}, "Field bb can not be found in table schema. (did you mean 'b'?)"),
+        (
+            {"table.merge-engine": "aggregation", "fields.bb.agg": "sum"},
+            "Field bb can not be found in table schema. (did you mean 'b'?)",
+        ),
+    ],
+)
+def test_a_field_option_on_a_missing_column_names_the_closest_column(
+    options: dict[str, str], message: str
+) -> None:
+    with pytest.raises(InvalidOptionError) as refused:
+        spec(options)
+    assert message == str(refused.value)
+
+
+def test_storage_only_options_are_accepted_and_reported_as_ignored() -> None:
+    paimon = spec(
+        {
+            "merge-engine": "partial-update",
+            "bucket": "4",  # used: rows are placed by bucket
+            "changelog.num-retained.max": "10",
+            "snapshot.num-retained.min": "5",
+            "file.format": "orc",
+            "manifest.target-file-size": "8mb",
+            "write-buffer-size": "256mb",
+            "parquet.enable.dictionary": "false",
+            "fields.a.stats-mode": "full",
+            "connector": "paimon",
+        }
+    )
+    assert paimon.ignored_options == (
+        "changelog.num-retained.max",
+        "connector",
+        "fields.a.stats-mode",
+        "file.format",
+        "manifest.target-file-size",
+        "parquet.enable.dictionary",
+        "snapshot.num-retained.min",
+        "write-buffer-size",
+    )
+    fluss = spec(
+        {
+            "table.merge-engine": "first_row",
+            "bucket.num": "3",
+            "table.datalake.enabled": "true",
+            "table.datalake.format": "paimon",
+            "table.log.ttl": "7d",
+            "table.replication.factor": "3",
+            "bootstrap.servers": "coordinator:9123",
+        }
+    )
+    assert fluss.ignored_options == (
+        "bootstrap.servers",
+        "table.datalake.enabled",
+        "table.datalake.format",
+        "table.log.ttl",
+        "table.replication.factor",
+    )
+    assert spec({"merge-engine": "partial-update", "fields.seq_a.sequence-group": "a"}).ignored_options == ()
+
+
+def test_a_type_typo_in_columns_names_the_column_and_the_closest_type() -> None:
+    with pytest.raises(InvalidOptionError) as refused:
+        spec(columns=[("k", "int"), ("n", "bignt")])
+    assert str(refused.value) == (
+        "Column 'n' has type 'bignt', which is not a Spark SQL type: unknown type name 'bignt' "
+        "(did you mean 'bigint'?)."
+    )
+    with pytest.raises(
+        InvalidOptionError, match=r"Column 's' .* unknown type name 'strng' \(did you mean 'string'\?\)"
+    ):
+        spec(columns=[("k", "int"), ("s", "struct<a:int, b:strng not null>")])
+    with pytest.raises(InvalidOptionError, match=r"Column 'd' .*expected 1 to 2 parameters, found 3"):
+        spec(columns=[("k", "int"), ("d", "decimal(10,2,1)")])
+    with pytest.raises(InvalidOptionError, match=r"Column 'm' .*expected ',' but found '>'"):
+        spec(columns=[("k", "int"), ("m", "map<string>")])
+    accepted = [
+        ("k", "int not null"),
+        ("a", "array<map<string,decimal(10,2)>>"),
+        ("s", "struct<`x y`:int not null comment 'it''s', z:varchar(3)>"),
+        ("t", "timestamp_ntz"),
+        ("l", "long"),
+    ]
+    assert [c.type for c in spec(columns=accepted).columns][1] == "array<map<string,decimal(10,2)>>"

@@ -1,40 +1,112 @@
-"""What every dialect's options share: the parsed `MergeOptions`, value parsing, and dialect detection."""
+"""What every dialect's options share: the parsed `MergeOptions`, value parsing, dialect detection, and
+the check of option names (misspelled, unsupported, or with no effect here)."""
 
 from __future__ import annotations
 
-import difflib
-import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
 from wide_assets.aggregate_functions import aggregator
-from wide_assets.errors import InvalidOptionError
+from wide_assets.errors import InvalidOptionError, did_you_mean
 from wide_assets.java_text import java_hash_order, java_list
+from wide_assets.options import upstream
 from wide_assets.schema import FieldFunction, Schema, SequenceGroup
-
-log = logging.getLogger(__name__)
+from wide_assets.spark_types import check_type
 
 Dialect = Literal["paimon", "fluss"]
 
-# Options that tune storage or parallelism in Paimon/Fluss and do not change merge semantics.
-NEUTRAL_OPTIONS = frozenset(
-    {
-        "bucket",
-        "bucket.num",
-        "bucket-key",
-        "bucket.key",
-        "write-only",
-        "num-sorted-run.compaction-trigger",
-        "changelog-producer.compaction-interval",
-        "compaction.min.file-num",
-        "file.format",
-        "deletion-vectors.enabled",
-        "table.datalake.enabled",
-        "table.datalake.freshness",
-        "table.auto-increment.cache-size",
-    }
+# Options with an effect here in either dialect: the physical layout (buckets, write-only writers,
+# deletion vectors), never the merged result.
+LAYOUT_OPTIONS = frozenset(
+    {"bucket", "bucket-key", "bucket.num", "bucket.key", "write-only", "deletion-vectors.enabled"}
+)
+# The options each dialect's parser reads (`wide_assets.options.paimon`, `wide_assets.options.fluss`).
+INTERPRETED_OPTIONS: dict[Dialect, frozenset[str]] = {
+    "paimon": frozenset(
+        {
+            "merge-engine",
+            "sequence.field",
+            "sequence.field.sort-order",
+            "ignore-delete",
+            "first-row.ignore-delete",
+            "deduplicate.ignore-delete",
+            "partial-update.ignore-delete",
+            "ignore-update-before",
+            "partial-update.remove-record-on-delete",
+            "partial-update.remove-record-on-sequence-group",
+            "aggregation.remove-record-on-delete",
+            "changelog-producer",
+            "changelog-producer.row-deduplicate",
+            "changelog-producer.row-deduplicate-ignore-fields",
+            "full-compaction.delta-commits",
+            "fields.default-aggregate-function",
+        }
+    ),
+    "fluss": frozenset(
+        {
+            "table.merge-engine",
+            "table.merge-engine.versioned.ver-column",
+            "table.delete.behavior",
+            "table.changelog.image",
+            "sink.ignore-delete",
+            "auto-increment.fields",
+        }
+    ),
+}
+# Options that change what Paimon's merge produces and that are not implemented here: refused, why.
+UNSUPPORTED_OPTIONS = {
+    "rowkind.field": "the row kind of a change is its `_row_kind` column",
+    "primary-key": "declare the primary key as the table's primary key (PRIMARY KEY in DDL)",
+    "primary-key.nullable": "primary key columns are NOT NULL",
+    "record-level.expire-time": "rows never expire",
+    "record-level.time-field": "rows never expire",
+    "sequence.snapshot-ordering": "records are ordered by commit, then by `_offset` or `sequence.field`",
+}
+UNSUPPORTED_FIELD_SUFFIXES = {
+    "nested-key": "the nested_update function is not supported",
+    "nested-key-null-strategy": "the nested_update function is not supported",
+    "nested-sequence-field": "the nested_update function is not supported",
+    "count-limit": "the nested_update function is not supported",
+    "ts-field": "the merge_map_with_keytime function is not supported",
+}
+# Every other option Paimon or Fluss defines (or a Flink table declares, `connector`) only tunes their
+# storage, files, reads, lookups, clients or jobs: accepted, and reported as having no effect here.
+NO_EFFECT_OPTIONS = (
+    upstream.PAIMON_CORE
+    | upstream.PAIMON_FLINK
+    | upstream.FLUSS_TABLE
+    | upstream.FLUSS_CLIENT
+    | upstream.FLUSS_FLINK
+    | {"connector"}
+) - (
+    LAYOUT_OPTIONS
+    | INTERPRETED_OPTIONS["paimon"]
+    | INTERPRETED_OPTIONS["fluss"]
+    | frozenset(UNSUPPORTED_OPTIONS)
+)
+# Option families Paimon passes to its file formats and callbacks (`parquet.*`, `file-index.<type>.*`,
+# `commit.callback.<class>.param`, ...), and per-field storage options (`fields.<f>.stats-mode`, ...).
+NO_EFFECT_PREFIXES = (
+    "parquet.",
+    "orc.",
+    "avro.",
+    "file-index.",
+    "blob-descriptor.",
+    "commit.callback.",
+    "tag.callback.",
+)
+NO_EFFECT_FIELD_SUFFIXES = (
+    "stats-mode",
+    "map.storage-layout",
+    "map.shared-shredding.max-columns",
+    "map.shared-shredding.column-placement-policy",
+    "pk-vector.",
+    "pk-full-text.",
+    "pk-btree.",
+    "pk-bitmap.",
+    "pk-multivalue.",
 )
 PAIMON_ONLY_PREFIXES = (
     "merge-engine",
@@ -178,6 +250,8 @@ def check_columns(schema: Schema) -> None:
         raise InvalidOptionError(
             f"Column names starting with '_' are reserved for changelog metadata: {reserved}."
         )
+    for column in schema.columns:
+        check_type(column)
 
 
 def _is_fluss_key(key: str) -> bool:
@@ -210,67 +284,62 @@ def dialect_of(options: Mapping[str, str]) -> Dialect:
     return "fluss" if fluss else "paimon"
 
 
-def _known(key: str, dialect: Dialect) -> bool:
-    if key in NEUTRAL_OPTIONS:
-        return True
-    return _is_fluss_key(key) if dialect == "fluss" else _is_paimon_key(key)
-
-
-def warn_unknown(options: Mapping[str, str], dialect: Dialect) -> None:
-    # Paimon and Fluss accept options they do not interpret; so do we, but say so, because a typo
-    # in an option name otherwise silently selects the default behaviour.
+def check_option_names(schema: Schema, options: Mapping[str, str], dialect: Dialect) -> tuple[str, ...]:
+    """Refuse an option name that is misspelled (naming the closest valid one), names a column the table
+    lacks, or asks for semantics not implemented here; return the names that have no effect here."""
+    field_suffixes = PAIMON_FIELD_SUFFIXES if dialect == "paimon" else FLUSS_FIELD_SUFFIXES
+    no_effect = []
     for key in options:
-        if not _known(key, dialect):
-            close = difflib.get_close_matches(key, [*NEUTRAL_OPTIONS, *_EXAMPLE_KEYS[dialect]], n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
-            log.warning("Option '%s' has no effect on %s merge semantics%s", key, dialect, hint)
+        if key in INTERPRETED_OPTIONS[dialect] or key in LAYOUT_OPTIONS:
+            continue
+        if key in UNSUPPORTED_OPTIONS:
+            raise InvalidOptionError(f"Option '{key}' is not supported here: {UNSUPPORTED_OPTIONS[key]}.")
+        match = FIELD_OPTION.match(key)
+        if match:
+            _check_field_columns(schema, match["fields"], match["suffix"])
+            suffix = match["suffix"]
+            if suffix in field_suffixes:
+                continue
+            if suffix in UNSUPPORTED_FIELD_SUFFIXES:
+                raise InvalidOptionError(
+                    f"Option '{key}' is not supported here: {UNSUPPORTED_FIELD_SUFFIXES[suffix]}."
+                )
+            if dialect == "paimon" and suffix.startswith(NO_EFFECT_FIELD_SUFFIXES):
+                no_effect.append(key)
+                continue
+            raise InvalidOptionError(
+                f"Unknown option '{key}': '{suffix}' is not a per-field option of a {dialect.title()} table"
+                f"{did_you_mean(suffix, field_suffixes)}."
+            )
+        if key in NO_EFFECT_OPTIONS or key.startswith(NO_EFFECT_PREFIXES):
+            no_effect.append(key)
+            continue
+        known = sorted(INTERPRETED_OPTIONS[dialect] | LAYOUT_OPTIONS | NO_EFFECT_OPTIONS)
+        raise InvalidOptionError(
+            f"Unknown option '{key}' for a {dialect.title()} table{did_you_mean(key, known)}."
+        )
+    return tuple(sorted(no_effect))
 
 
-_EXAMPLE_KEYS: dict[Dialect, tuple[str, ...]] = {
-    "paimon": (
-        "merge-engine",
-        "sequence.field",
-        "sequence.field.sort-order",
-        "ignore-delete",
-        "ignore-update-before",
-        "partial-update.remove-record-on-delete",
-        "partial-update.remove-record-on-sequence-group",
-        "aggregation.remove-record-on-delete",
-        "changelog-producer",
-        "changelog-producer.row-deduplicate",
-        "changelog-producer.row-deduplicate-ignore-fields",
-        "full-compaction.delta-commits",
-        "fields.default-aggregate-function",
-    ),
-    "fluss": (
-        "table.merge-engine",
-        "table.merge-engine.versioned.ver-column",
-        "table.delete.behavior",
-        "table.changelog.image",
-        "sink.ignore-delete",
-    ),
-}
+def _check_field_columns(schema: Schema, fields: str, suffix: str) -> None:
+    """A `fields.<f>.<suffix>` key must name columns of the table. Paimon checks each name of any key
+    (SchemaValidation.validateFieldsPrefix) and names the first unknown one; only a sequence group
+    names several columns in its key."""
+    unknown = [name for name in name_list(fields) if name not in schema.column_names]
+    if not unknown and suffix != "sequence-group" and fields not in schema.column_names:
+        unknown = [fields]
+    if unknown:
+        raise InvalidOptionError(
+            f"Field {unknown[0]} can not be found in table schema.{did_you_mean(unknown[0], schema.column_names)}"
+        )
 
 
-def field_options(
-    schema: Schema, options: Mapping[str, str], suffixes: tuple[str, ...]
-) -> dict[tuple[str, str], str]:
-    """`fields.<f>.<suffix>` options keyed by (f, suffix); unknown columns fail like Paimon does."""
+def field_options(options: Mapping[str, str], suffixes: tuple[str, ...]) -> dict[tuple[str, str], str]:
+    """`fields.<f>.<suffix>` options keyed by (f, suffix); their columns were checked by
+    `check_option_names`."""
     found: dict[tuple[str, str], str] = {}
     for key, value in options.items():
         match = FIELD_OPTION.match(key)
-        if not match or key == "fields.default-aggregate-function":
-            continue
-        suffix = match["suffix"]
-        if suffix not in suffixes:
-            continue
-        fields = match["fields"]
-        # Only a sequence group names several columns in its key. Paimon checks each name of any key
-        # (validateFieldsPrefix) and names the first unknown one.
-        unknown = [name for name in name_list(fields) if name not in schema.column_names]
-        if unknown and suffix == "sequence-group":
-            raise InvalidOptionError(f"Field {unknown[0]} can not be found in table schema.")
-        if suffix != "sequence-group" and fields not in schema.column_names:
-            raise InvalidOptionError(f"Field {(unknown or [fields])[0]} can not be found in table schema.")
-        found[(fields, suffix)] = value
+        if match and key != "fields.default-aggregate-function" and match["suffix"] in suffixes:
+            found[(match["fields"], match["suffix"])] = value
     return found

@@ -72,7 +72,7 @@ def parse_fluss(schema: Schema, options: Mapping[str, str]) -> MergeOptions:
                 f"The version column '{version_column}' for versioned merge engine must be one type of "
                 f"[INT, BIGINT, TIMESTAMP, TIMESTAMP_LTZ], but got {type_name(schema.column(version_column), 'fluss')}."
             )
-    field_opts = field_options(schema, options, FLUSS_FIELD_SUFFIXES)
+    field_opts = field_options(options, FLUSS_FIELD_SUFFIXES)
     functions: dict[str, FieldFunction] = {}
     if engine == "aggregation":
         for column in schema.value_columns:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from wide_assets.aggregate_functions import PAIMON_FUNCTIONS
-from wide_assets.errors import InvalidOptionError
+from wide_assets.errors import InvalidOptionError, did_you_mean
 from wide_assets.options.common import (
     PAIMON_FIELD_SUFFIXES,
     MergeOptions,
@@ -76,7 +76,7 @@ def parse_paimon(schema: Schema, options: Mapping[str, str]) -> MergeOptions:
         for key in ("ignore-delete", f"{engine}.ignore-delete", "partial-update.ignore-delete")
         if key in options
     )
-    field_opts = field_options(schema, options, PAIMON_FIELD_SUFFIXES)
+    field_opts = field_options(options, PAIMON_FIELD_SUFFIXES)
     sequence_fields = name_list(options.get("sequence.field", ""))
     groups = _sequence_groups(schema, options, field_opts)
     functions = _paimon_functions(schema, options, field_opts, sequence_fields, groups, engine)
@@ -123,6 +123,22 @@ def _parse_int(options: Mapping[str, str], key: str, default: int) -> int:
 def _sequence_groups(
     schema: Schema, options: Mapping[str, str], field_opts: Mapping[tuple[str, str], str]
 ) -> tuple[SequenceGroup, ...]:
+    written = [
+        (name_list(fields), name_list(value))
+        for (fields, suffix), value in field_opts.items()
+        if suffix == "sequence-group"
+    ]
+    try:
+        return _checked_groups(schema, field_opts)
+    except InvalidOptionError as refused:
+        hint = _reversed_form_hint(schema, written)
+        if not hint:
+            raise
+        sentence = str(refused) if str(refused).endswith(".") else f"{refused}."
+        raise InvalidOptionError(sentence + hint) from None
+
+
+def _checked_groups(schema: Schema, field_opts: Mapping[tuple[str, str], str]) -> tuple[SequenceGroup, ...]:
     groups: list[SequenceGroup] = []
     # Each column a group claims, as Paimon's PartialUpdateMergeFunction registers them group by group:
     # column -> (option key of the group, whether it is protected rather than a sequence field).
@@ -134,7 +150,9 @@ def _sequence_groups(
         key, raw_key = group.option_key, f"fields.{fields}.{suffix}"  # messages name the key as written
         for name in group.protected:
             if name not in schema.column_names:
-                raise InvalidOptionError(f"Field {name} can not be found in table schema")
+                raise InvalidOptionError(
+                    f"Field {name} can not be found in table schema{did_you_mean(name, schema.column_names)}"
+                )
             if name in schema.primary_key:
                 raise InvalidOptionError(_group_contains_key(raw_key, name))
             if name in claimed and claimed[name][0] != key:
@@ -158,6 +176,40 @@ def _sequence_groups(
                     f"supported types are {list(SEQUENCE_TYPES)}."
                 )
     return tuple(groups)
+
+
+def _reversed_form_hint(schema: Schema, written: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> str:
+    """The documented form of sequence groups written the other way round, as a widely read blog post
+    writes them: `'fields.product_name.sequence-group' = 'catalog_op_ts'` (a value column as the key,
+    its sequence field as the value), often with `'fields.catalog_op_ts.sequence-group' =
+    'catalog_op_ts'`; "" when they do not look so. Recognised by a key that cannot order a group (not a
+    sequence type) whose value can, or by a column grouped with itself that is also the value of
+    another group. Read the documented way, such groups are always refused (a sequence field of the
+    wrong type, a column in two groups), and the refusal then shows this form built from the user's
+    own columns."""
+    if any(name not in schema.column_names for key, value in written for name in (*key, *value)):
+        return ""
+
+    def can_order(names: tuple[str, ...]) -> bool:
+        return all(schema.column(name).base_type in SEQUENCE_TYPES for name in names)
+
+    self_grouped = {value for key, value in written if key == value}
+    if not any(value and can_order(value) and not can_order(key) for key, value in written) and not any(
+        value in self_grouped and key != value for key, value in written
+    ):
+        return ""
+    documented: dict[tuple[str, ...], list[str]] = {}
+    for key, value in written:
+        documented.setdefault(value, []).extend(name for name in key if name not in value)
+    wanted = ", ".join(
+        f"'fields.{','.join(sequence)}.sequence-group' = '{','.join(protected)}'"
+        for sequence, protected in documented.items()
+        if protected
+    )
+    return (
+        " These sequence groups look written the other way round: the key names the sequence field and "
+        f"the value the columns it orders, as in {wanted}."
+    )
 
 
 def _group_contains_key(key: str, field: str) -> str:

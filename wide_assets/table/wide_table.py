@@ -10,12 +10,14 @@ changelog users read and the table's commit log (see `wide_assets.table.log`).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from wide_assets.ddl import parse_create_table
 from wide_assets.errors import InvalidOptionError, TableStateError
 from wide_assets.locking import exclusive
 from wide_assets.schema import Column
@@ -29,6 +31,8 @@ from wide_assets.table.storage import Storage, check_path, stored_spec
 
 if TYPE_CHECKING:
     from wide_assets.export import Encoding
+
+log = logging.getLogger(__name__)
 
 
 class WideTable:
@@ -59,19 +63,34 @@ class WideTable:
         primary_key: Sequence[str],
         options: dict[str, Any] | None = None,
     ) -> WideTable:
-        """Create the table (idempotent when the same definition exists); invalid options fail here."""
+        """Create the table (idempotent when the same definition exists); invalid options fail here.
+        Options that only tune Paimon's or Fluss's own storage are kept and listed in
+        `spec.ignored_options` (logged once, when the table is created)."""
         spec = TableSpec.build(columns, primary_key, options)
         table = cls(spark, str(path), spec)
         try:
             existing = stored_spec(table.path)
         except TableStateError:
             table._storage.create()
+            if spec.ignored_options:
+                log.warning(
+                    "Options with no effect on %s (they tune Paimon's or Fluss's own storage): %s",
+                    table.path,
+                    ", ".join(spec.ignored_options),
+                )
             return table
         if existing.to_json() != spec.to_json():
             raise InvalidOptionError(
                 f"A wide table with a different definition already exists at {table.path}: {existing.to_json()}"
             )
         return cls.open(spark, table.path)
+
+    @classmethod
+    def from_ddl(cls, spark: SparkSession, path: str | os.PathLike[str], ddl: str) -> WideTable:
+        """`create` with the columns, primary key and options of a Flink SQL `CREATE TABLE ... WITH (...)`
+        statement, Paimon's or Fluss's (`wide_assets.ddl` says what it reads)."""
+        definition = parse_create_table(ddl)
+        return cls.create(spark, path, definition.columns, definition.primary_key, definition.options)
 
     @classmethod
     def open(cls, spark: SparkSession | None, path: str | os.PathLike[str]) -> WideTable:
