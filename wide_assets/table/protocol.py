@@ -9,6 +9,7 @@ anywhere leaves either nothing or a commit that the next write (or `recover`) fi
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -31,6 +32,8 @@ from wide_assets.table.reads import Reader
 from wide_assets.table.recovery import recover
 from wide_assets.table.storage import Storage
 
+log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class WriteResult:
@@ -49,6 +52,10 @@ class WriteResult:
     recovered: bool = False
     # Lookup-free write-only commits are folded in at compaction: until then the counts are 0.
     resolved_at_compaction: bool = False
+    # -D records carrying only the key that cannot remove their row under the table's options (ignored,
+    # or a retraction of nothing), and why, with the option that would make them remove it.
+    key_only_deletes_ignored: int = 0
+    note: str | None = None
 
     def as_metadata(self) -> dict[str, Any]:
         return asdict(self)
@@ -132,8 +139,8 @@ def write(
             window = storage.log_entries(earlier, Origin.MERGED).unionByName(window)
         transitions = collapsed_transitions(spark, spec, window)
         parts.append(storage.log_rows(transitions, info.commit, Origin.COMPACTED))
-    assert batch.records is not None, "prepare_batch counts the records"
-    info = replace(info, input_records=batch.records)
+    assert batch.records is not None and batch.key_only_deletes is not None, "prepare_batch counts them"
+    info = replace(info, input_records=batch.records, key_only_deletes=batch.key_only_deletes)
     faults.checkpoint("before-changelog-commit")
     storage.append_log(parts, info.commit, Origin.COMMIT, info.to_json())
     faults.checkpoint("after-changelog-commit")
@@ -167,6 +174,16 @@ def result(
     recovered: bool = False,
 ) -> WriteResult:
     """The WriteResult of the commit `info` with its `counts` (see `commit_counts`)."""
+    merge = storage.spec.merge
+    why = engine_for(merge).key_only_delete_ignored(merge) if info.key_only_deletes else None
+    note = None
+    if why is not None:
+        note = (
+            f"{info.key_only_deletes} -D record(s) of commit {info.commit} carry only the key and removed no "
+            f"row: {why}."
+        )
+        if not skipped:
+            log.warning("%s: %s", storage.path, note)
     return WriteResult(
         commit=info.commit,
         version=storage.version,
@@ -174,6 +191,8 @@ def result(
         input_records=info.input_records,
         skipped=skipped,
         recovered=recovered,
-        resolved_at_compaction=storage.spec.merge.lookup_free_writes,
+        resolved_at_compaction=merge.lookup_free_writes,
+        key_only_deletes_ignored=info.key_only_deletes if why is not None else 0,
+        note=note,
         **counts,
     )
