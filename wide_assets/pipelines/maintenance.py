@@ -237,8 +237,9 @@ def changelog_checks(spec: LakeTableSpec, policy: CompactionPolicy) -> list[dg.A
 def changelog_export_asset(spec: LakeTableSpec, encoding: str = "debezium") -> dg.AssetsDefinition:
     """An asset that appends each new commit's changelog, in a sink encoding, to its own Delta table.
 
-    Exactly once: the export table itself records the last exported commit (its largest `_commit`),
-    and each run appends the commits after it in one Delta commit, in the table's pool."""
+    Exactly once (`WideTable.publish_changelog`): the export table itself records the last exported
+    commit (its largest `_commit`), and each run appends the commits after it in one Delta commit, in
+    the table's pool."""
     table_key = asset_key(spec, spec.name)
     key = asset_key(spec, f"{spec.name}_changelog_{encoding.replace('-', '_')}")
 
@@ -261,34 +262,19 @@ def changelog_export_asset(spec: LakeTableSpec, encoding: str = "debezium") -> d
 
         session = spark.spark
         table = WideTable.open(session, table_path(lake, spec))
-        path = lake.path(lake_name(key))
-        exported = 0
-        if DeltaTable.is_deltatable(path):
-            exported = (
-                session.sql(
-                    "SELECT coalesce(max(_commit), 0) AS c FROM {e}",
-                    e=session.read.format("delta").load(path),
-                )
-                .collect()[0]
-                .c
-            )
-        rows = table.export(encoding, start_commit=exported + 1)  # type: ignore[arg-type]
-        appended = rows.count()
-        if appended:
-            rows.write.format("delta").mode("append").save(path)
+        published = table.publish_changelog(lake.path(lake_name(key)), encoding)  # type: ignore[arg-type]
         counts = {
             r["_row_kind"]: r["n"]
             for r in session.sql(
-                "SELECT _row_kind, count(*) AS n FROM {c} GROUP BY _row_kind", c=table.changelog(exported + 1)
+                "SELECT _row_kind, count(*) AS n FROM {c} GROUP BY _row_kind",
+                c=table.changelog(published.start_commit),
             ).collect()
         }
         return dg.MaterializeResult[Any](
             metadata={
-                "dagster/row_count": DeltaTable(path).to_pyarrow_dataset().count_rows()
-                if appended or exported
-                else 0,
-                "records_appended": appended,
-                "commits": f"({exported}, {table.last_commit}]",
+                "dagster/row_count": DeltaTable(published.path).to_pyarrow_dataset().count_rows(),
+                "records_appended": published.appended,
+                "commits": f"({published.start_commit - 1}, {table.last_commit}]",
                 "changelog_rows_by_kind": dg.MetadataValue.md(
                     "| kind | rows |\n|---|---|\n"
                     + "".join(f"| {k} | {n} |\n" for k, n in sorted(counts.items()))
