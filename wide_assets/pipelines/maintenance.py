@@ -15,6 +15,7 @@ from typing import Any
 
 import dagster as dg
 
+from wide_assets.pipelines.checks import not_judged
 from wide_assets.pipelines.declarations import LakeTableSpec
 from wide_assets.pipelines.locate import LakeLocator, SparkProvider, asset_key, lake_name, table_path
 
@@ -184,7 +185,14 @@ def compaction_sensor(
 def changelog_checks(spec: LakeTableSpec, policy: CompactionPolicy) -> list[dg.AssetChecksDefinition]:
     key = asset_key(spec, spec.name)
 
-    @dg.asset_check(asset=key, name="changelog_replays_to_table", blocking=False)
+    @dg.asset_check(
+        asset=key,
+        name="changelog_replays_to_table",
+        blocking=False,
+        description=f"Replaying the changelog of {spec.name} as upserts from an empty table gives the "
+        "table back (not judged before the first commit, or before the first compaction of a table "
+        "whose changelog is produced at compaction).",
+    )
     def _replay(
         spark: dg.ResourceParam[SparkProvider], lake: dg.ResourceParam[LakeLocator]
     ) -> dg.AssetCheckResult:
@@ -194,8 +202,26 @@ def changelog_checks(spec: LakeTableSpec, policy: CompactionPolicy) -> list[dg.A
 
         session = spark.spark
         table = WideTable.open(session, table_path(lake, spec))
-        # A changelog produced at compaction covers what the Delta table holds, not pending commits.
         merge = table.spec.merge
+        if merge.dialect == "paimon" and merge.changelog_producer == "none":
+            return not_judged(f"{spec.name} keeps no changelog (changelog-producer 'none').")
+        if table.last_commit == 0:
+            return not_judged(f"{spec.name} has no commit yet.", commits=0)
+        # Write-only: its compaction job; otherwise every `full-compaction.delta-commits` commits.
+        compacted = (
+            bool(table.compactions())
+            if merge.write_only
+            else table.last_commit >= merge.full_compaction_delta_commits
+        )
+        if merge.changelog_at_compaction and not compacted:
+            pending = len(table.pending_commits())
+            return not_judged(
+                f"the changelog of {spec.name} is produced at compaction and no compaction has run yet "
+                f"({table.last_commit} commit(s), {pending} pending).",
+                commits=table.last_commit,
+                pending_commits=pending,
+            )
+        # A changelog produced at compaction covers what the Delta table holds, not pending commits.
         current = (
             session.read.format("delta").load(table.path) if merge.changelog_at_compaction else table.read()
         )
@@ -208,14 +234,20 @@ def changelog_checks(spec: LakeTableSpec, policy: CompactionPolicy) -> list[dg.A
             passed=want == got, metadata={"table_checksum": want, "replayed_checksum": got}
         )
 
-    @dg.asset_check(asset=key, name="compaction_preserved_content", blocking=False)
+    @dg.asset_check(
+        asset=key,
+        name="compaction_preserved_content",
+        blocking=False,
+        description=f"The last compaction of {spec.name} left its rows exactly as they were (not judged "
+        "before the first compaction).",
+    )
     def _preserved(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
         """The last compaction left the rows exactly as they were (checksum before = after)."""
         records = context.instance.fetch_observations(key, limit=1).records
         observation = records[0].asset_observation if records else None
         metadata = observation.metadata if observation else {}
         if CHECKSUM_BEFORE not in metadata:
-            return dg.AssetCheckResult(passed=True, description="No compaction has been recorded yet.")
+            return not_judged(f"no compaction of {spec.name} has been recorded yet.")
         before, after = metadata[CHECKSUM_BEFORE].value, metadata[CHECKSUM_AFTER].value
         return dg.AssetCheckResult(
             passed=before == after, metadata={CHECKSUM_BEFORE: before, CHECKSUM_AFTER: after}
