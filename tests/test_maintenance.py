@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +107,51 @@ def test_changelog_checks_pass_and_fail(spark: Any, setup: Any) -> None:
         )
     )
     assert not by_name["compaction_preserved_content"](dg.build_asset_check_context(instance=instance)).passed
+
+
+def test_changelog_checks_say_not_judged_before_the_first_compaction(spark: Any, setup: Any) -> None:
+    """A write-only table's lookup changelog is produced at compaction: before the first one there is
+    nothing to replay (the Delta table and the replay are both empty) and nothing to compare."""
+    defs, resources, _, instance = setup
+    by_name = checks(maintenance_defs(SPEC, POLICY))
+    replay = by_name["changelog_replays_to_table"](**resources)
+    assert replay.passed
+    reason = "the changelog of events_wide is produced at compaction and no compaction has run yet"
+    assert replay.metadata["status"].value == f"not judged: {reason} (3 commit(s), 3 pending)."
+    assert replay.description == f"Not judged: {reason} (3 commit(s), 3 pending)."
+    assert replay.metadata["pending_commits"].value == 3 and "table_checksum" not in replay.metadata
+    preserved = by_name["compaction_preserved_content"](dg.build_asset_check_context(instance=instance))
+    assert preserved.passed
+    assert (
+        preserved.metadata["status"].value
+        == "not judged: no compaction of events_wide has been recorded yet."
+    )
+
+    defs.get_job_def(f"{SPEC.name}_compaction_job").execute_in_process(instance=instance)
+    judged = by_name["changelog_replays_to_table"](**resources)
+    # Judged now: 3 keys (0, 1, 2), compared by content.
+    assert judged.passed and "status" not in judged.metadata
+    assert judged.metadata["table_checksum"].value.startswith("3:")
+    preserved = by_name["compaction_preserved_content"](dg.build_asset_check_context(instance=instance))
+    assert preserved.passed and "status" not in preserved.metadata
+
+
+def test_changelog_replay_is_not_judged_before_the_first_commit_or_without_a_changelog(
+    spark: Any, tmp_path: Path
+) -> None:
+    lake = LakeSettings(root=str(tmp_path / "lake"))
+    resources = {"spark": SparkEngine(engine="sail"), "lake": lake}
+    for options, reason in (
+        (dict(SPEC.options), "events_wide has no commit yet."),
+        ({"merge-engine": "partial-update"}, "events_wide keeps no changelog (changelog-producer 'none')."),
+    ):
+        spec = replace(SPEC, options=options)
+        path = table_path(lake, spec)
+        shutil.rmtree(path, ignore_errors=True)
+        shutil.rmtree(path + "_changelog", ignore_errors=True)
+        WideTable.create(spark, path, list(spec.columns), list(spec.primary_key), options)
+        replay = checks(maintenance_defs(spec, POLICY))["changelog_replays_to_table"](**resources)
+        assert replay.passed and replay.metadata["status"].value == f"not judged: {reason}"
 
 
 def appended(run: Any) -> int:

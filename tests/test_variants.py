@@ -389,6 +389,38 @@ def test_dictionary_checks_fail_and_block_the_stats(deployment: Deployment) -> N
     assert evaluation.metadata["examples"].value == ["2 rows: reviewer_id=1"]
 
 
+def test_checks_say_not_judged_before_any_data(deployment: Deployment) -> None:
+    """Nothing landed: every table is empty and has no commit, so no check has anything to compare."""
+    results = [deployment.run_job(TOUCH_JOB), deployment.run_job(STATS_JOB)]
+    assert all(r.success for r in results)
+    status = {
+        name: e.metadata["status"].value
+        for r in results
+        for name, e in checks(r).items()
+        if e.passed and "status" in e.metadata
+    }
+    assert status == {
+        "first_touch/first_customer_touch:primary_key_unique_not_null": "not judged: first_customer_touch has no rows yet.",
+        "first_touch/first_customer_touch:first_touch_never_changes": "not judged: first_customer_touch held no rows "
+        "before Delta version 1: nothing to compare with.",
+        "first_touch/first_customer_touch:first_touch_matches_source": "not judged: first_customer_touch has applied "
+        "no customer_events record yet.",
+        "product_reviews/reviewer_ids:primary_key_unique_not_null": "not judged: reviewer_ids has no rows yet.",
+        "product_reviews/reviewer_ids:reviewer_id_unique": "not judged: reviewer_ids has no rows yet.",
+        "product_reviews/reviewer_ids:reviewer_ids_never_change": "not judged: reviewer_ids held no rows before "
+        "Delta version 1: nothing to compare with.",
+        "product_reviews/product_review_stats:primary_key_unique_not_null": "not judged: product_review_stats has "
+        "no rows yet.",
+        "product_reviews/product_review_stats:reviews_applied_once": "not judged: product_review_stats has no "
+        "commit yet.",
+        "product_reviews/product_review_averages:primary_key_unique_not_null": "not judged: product_review_averages "
+        "has no rows yet.",
+    }
+    # The description says it too, where the UI shows it first.
+    evaluation = checks(results[1])["product_reviews/product_review_stats:reviews_applied_once"]
+    assert evaluation.description == "Not judged: product_review_stats has no commit yet."
+
+
 # ------------------------------------------------------------------------------------------ random CDC
 @dataclass(frozen=True)
 class Review:

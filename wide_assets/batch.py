@@ -28,6 +28,7 @@ class PreparedBatch:
     context: MergeContext
     records: int | None = None  # counted while validating, when known
     retractions: int | None = None  # -U and -D records, counted with `records`
+    key_only_deletes: int | None = None  # -D records carrying only the key, counted with `records`
 
     @property
     def adds_only(self) -> bool:
@@ -62,9 +63,20 @@ def prepare_batch(
         )
     targets = _target_columns(spec, given, target_columns)
     context = MergeContext(spec, targets)
-    engine_for(spec.merge).check_write(context)
-    records, retractions = _check_values(spark, spec, changes, given, targets)
-    return PreparedBatch(_normalized(spark, spec, changes, given), context, records, retractions)
+    engine = engine_for(spec.merge)
+    engine.check_write(context)
+    # A write of only the key can delete whole rows, but its upserts are partial writes.
+    refused_upserts = (
+        engine.partial_write_refused
+        if context.is_key_only_write and not engine.accepts_partial_write
+        else None
+    )
+    records, retractions, key_only_deletes = _check_values(
+        spark, spec, changes, given, targets, refused_upserts
+    )
+    return PreparedBatch(
+        _normalized(spark, spec, changes, given), context, records, retractions, key_only_deletes
+    )
 
 
 def _target_columns(
@@ -123,9 +135,12 @@ def _check_values(
     changes: DataFrame,
     given: list[str],
     targets: tuple[str, ...] | None,
-) -> tuple[int, int]:
+    refused_upserts: str | None,
+) -> tuple[int, int, int]:
     """One aggregate pass over the raw changes counting every kind of bad record; raise with examples.
-    Returns the number of records and of retractions among them."""
+    `refused_upserts`: the engine's refusal of +I/+U records (a key-only write to an engine that takes
+    whole rows only). Returns the number of records, of retractions, and of key-only deletes (a -D
+    whose written value columns are all NULL or absent) among them."""
 
     def cast(column: str) -> str:
         name = quote(column)
@@ -151,6 +166,11 @@ def _check_values(
                 f"{kind_in(kind, ADDS)} AND {cast(column.name)} IS NULL",
                 name if column.name in given else "NULL",
             )
+    if refused_upserts is not None:
+        problem = (
+            f"an upsert of only the key columns ({refused_upserts} A write of only the key can only delete.)"
+        )
+        checks[problem] = (kind_in(kind, ADDS), kind)
     merge = spec.merge
     if merge.dialect == "fluss" and merge.delete_behavior == "disable" and not merge.ignore_delete:
         checks[
@@ -160,6 +180,11 @@ def _check_values(
     counts = [f"count_if({condition}) AS `{i}`" for i, (condition, _) in enumerate(checks.values())]
     counts.append("count(*) AS records")
     counts.append(f"count_if({kind_in(kind, RETRACTS)}) AS retractions")
+    written_values = [
+        quote(c) for c in spec.value_columns if c in given and (targets is None or c in targets)
+    ]
+    key_only = " AND ".join([kind_in(kind, [RowKind.DELETE]), *(f"{c} IS NULL" for c in written_values)])
+    counts.append(f"count_if({key_only}) AS key_only_deletes")
     if "_offset" in given:
         counts.append("count(_offset) - count(DISTINCT _offset) AS duplicate_offsets")
     try:
@@ -182,7 +207,7 @@ def _check_values(
         )
     if problems:
         raise InvalidInputError("Invalid changes, nothing was written: " + "; ".join(problems) + ".")
-    return int(result["records"]), int(result["retractions"])
+    return int(result["records"]), int(result["retractions"]), int(result["key_only_deletes"])
 
 
 def assign_auto_increment(

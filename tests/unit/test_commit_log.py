@@ -34,9 +34,12 @@ def compaction(through: int) -> CompactionInfo:
 
 
 def test_commit_marker_round_trips_through_json() -> None:
-    info = CommitInfo(3, 7, Txn("orders", 42, 40), "2026-11-23T00:00:00+00:00", 10, ("k", "a"), 5)
+    info = CommitInfo(3, 7, Txn("orders", 42, 40), "2026-11-23T00:00:00+00:00", 10, ("k", "a"), 5, 2)
     assert CommitInfo.from_json(info.to_json()) == info
     assert json.loads(info.to_json())["txn"] == ["orders", 42, 40]
+    # A marker written before key-only deletes were counted reads as none.
+    older = {k: v for k, v in json.loads(info.to_json()).items() if k != "key_only_deletes"}
+    assert CommitInfo.from_json(json.dumps(older)).key_only_deletes == 0
     resolution = Resolution(4, 2, 9)
     assert Resolution.from_json(resolution.to_json()) == resolution
 

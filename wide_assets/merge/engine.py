@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from wide_assets.aggregate_functions import Operands, aggregator, retraction_unsupported
 from wide_assets.errors import InvalidInputError
 from wide_assets.merge.context import RETRACT, MergeContext, all_of
+from wide_assets.options.common import MergeOptions
 
 
 @dataclass(frozen=True)
@@ -51,9 +52,31 @@ class MergeEngine:
         """(condition over a key's `recs` array, error message): the key's records cannot be merged."""
         return None
 
+    @property
+    def partial_write_refused(self) -> str:
+        """The refusal of a partial write by an engine that takes whole rows only (Fluss's words)."""
+        return f"Partial update is not supported for the {self.name} merge engine."
+
     def check_write(self, ctx: MergeContext) -> None:
-        if ctx.is_partial_write and not self.accepts_partial_write:
-            raise InvalidInputError(f"Partial update is not supported for the {self.name} merge engine.")
+        """Refuse a partial write the engine cannot take. A write of only the key is not one: its
+        deletes are whole-row deletes (`DELETE FROM t WHERE k = ...`); its upserts are refused per
+        record, when the records are read (`batch.prepare_batch`)."""
+        if ctx.is_partial_write and not ctx.is_key_only_write and not self.accepts_partial_write:
+            raise InvalidInputError(self.partial_write_refused)
+
+    def key_only_delete_ignored(self, merge: MergeOptions) -> str | None:
+        """Why a `-D` that carries only the key leaves its row in place under `merge`'s options, and
+        which option would make it remove the row; None where it removes the row (or where the merge
+        refuses it with its own message, e.g. Paimon's first-row and partial-update without a delete
+        option). Paimon: `ignore-delete` drops it; the engines say the rest."""
+        if merge.ignore_delete:
+            return (
+                "the table sets 'ignore-delete', so Paimon drops every -D and -U before the merge "
+                "(docs/semantics.md 0.1); without it a key-only -D removes the row of a deduplicate table, "
+                "and of a partial-update or aggregation table that sets "
+                "'partial-update.remove-record-on-delete' or 'aggregation.remove-record-on-delete'"
+            )
+        return None
 
 
 def aggregate_step(ctx: MergeContext, column: str, reversed_order: bool = False) -> dict[str, str]:

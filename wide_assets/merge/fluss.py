@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 
 from wide_assets.merge.context import ADD, DELETE, MergeContext
 from wide_assets.merge.engine import MergeEngine, partial_delete_removes_row, partial_delete_values
+from wide_assets.options.common import MergeOptions
 
 OLD, NEW = "old", "new"
 
@@ -15,6 +16,30 @@ class FlussEngine(MergeEngine):
     per_record = True
     # WAL image turns a default-engine full-row insert into +U.
     wal_insert_as_update = False
+    # first_row and versioned never delete a row: their RowMergers reject 'table.delete.behavior' = 'allow'.
+    deletes_rows = True
+
+    def key_only_delete_ignored(self, merge: MergeOptions) -> str | None:
+        """W4: `sink.ignore-delete` drops deletes before the table; `table.delete.behavior` = 'ignore'
+        (the default of every engine but the last-row one) skips them in the table (KvTablet.processDeletion)."""
+        if merge.ignore_delete:
+            return (
+                "the table sets 'sink.ignore-delete', so the sink drops every delete before it reaches the "
+                "table; without it 'table.delete.behavior' decides (docs/semantics.md W4)"
+            )
+        if merge.delete_behavior != "ignore":
+            return None
+        if not self.deletes_rows:
+            return (
+                f"Fluss's {self.name} merge engine ignores deletes ('table.delete.behavior' = 'ignore', its "
+                "default; 'allow' is rejected for it), so no option makes a delete remove a row of this "
+                "table (docs/semantics.md R2, V3); the default merge engine, or 'aggregation' with "
+                "'table.delete.behavior' = 'allow', removes rows on delete"
+            )
+        return (
+            "'table.delete.behavior' is 'ignore', so Fluss skips every delete (docs/semantics.md W4); set it "
+            "to 'allow' to make a delete remove the row"
+        )
 
     def step(self, ctx: MergeContext) -> str:
         loaded = ctx.state({"e": "true", **{ctx.aliases[c]: ctx.ref("r", c) for c in ctx.values}})

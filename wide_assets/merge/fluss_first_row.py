@@ -9,6 +9,7 @@ from wide_assets.merge.fluss import FlussEngine
 class FlussFirstRow(FlussEngine):
     name = "first_row"
     accepts_partial_write = False
+    deletes_rows = False
 
     def update(self, ctx: MergeContext) -> str:
         return "s"

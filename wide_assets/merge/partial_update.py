@@ -23,6 +23,7 @@ from wide_assets.merge.engine import (
     retract_step,
     retraction_merged_with_others,
 )
+from wide_assets.options.common import MergeOptions
 from wide_assets.schema import SequenceGroup
 
 # Paimon's words (PartialUpdateMergeFunction), line breaks and backquotes included.
@@ -46,6 +47,27 @@ class PartialUpdate(MergeEngine):
         if merge.sequence_groups or merge.remove_record_on_delete or merge.ignore_delete:
             return None
         return retraction_merged_with_others(), DELETE_REJECTED
+
+    def key_only_delete_ignored(self, merge: MergeOptions) -> str | None:
+        """P6/P10: a retraction acts only on the groups whose sequence fields it carries; Paimon's
+        PartialUpdateMergeFunction.retractWithSequenceGroup skips a group whose sequence is NULL
+        (isEmptySequenceGroup) and leaves ungrouped columns alone, so a key-only -D changes nothing.
+        `partial-update.remove-record-on-delete` cannot be combined with sequence groups (P4)."""
+        if merge.ignore_delete or not merge.sequence_groups:
+            return super().key_only_delete_ignored(merge)
+        removing = merge.remove_record_on_sequence_group
+        how = (
+            f"send the -D with {', '.join(removing)} set (at least its stored value)"
+            if removing
+            else "list a group's sequence field in 'partial-update.remove-record-on-sequence-group' and "
+            "send the -D with that field set (at least its stored value)"
+        )
+        return (
+            "on a partial-update table with sequence groups a -D acts only on the groups whose sequence "
+            "fields it carries (docs/semantics.md P6, P10), so a -D with only the key changes nothing, as "
+            f"in Paimon; to remove the row, {how} (P11). 'partial-update.remove-record-on-delete' cannot "
+            "be combined with sequence groups"
+        )
 
     def column_folds(self, ctx: MergeContext) -> list[ColumnFold] | None:
         """Without retractions each sequence group folds on its own (P6-P8 read only the group's

@@ -10,6 +10,7 @@ from wide_assets.merge.fluss import NEW, OLD, FlussEngine, emit
 class Versioned(FlussEngine):
     name = "versioned"
     accepts_partial_write = False
+    deletes_rows = False
 
     def update(self, ctx: MergeContext) -> str:
         version = ctx.merge.version_column

@@ -1,6 +1,8 @@
 """Blocking asset checks of a lake table: its key, and comparisons with an independent oracle (its own
 previous Delta version, or plain SQL over the source's CDC table). They read through Spark inside the
-check run only; a failed check stops the run before anything downstream reads the table.
+check run only; a failed check stops the run before anything downstream reads the table. A check
+with nothing to compare yet (no rows, no commit, nothing landed) says so (`not_judged`) instead of
+passing on an empty comparison.
 
 No `from __future__ import annotations` here: Dagster inspects the check functions' annotations.
 """
@@ -34,6 +36,8 @@ __all__ = [
     "first_row_check",
     "freshness_check",
     "keyed_diff",
+    "landed_at",
+    "not_judged",
     "primary_key_check",
     "quarantine_growth_check",
     "row_diff",
@@ -77,6 +81,21 @@ def check_result(passed: bool, examples: Sequence[str], **metadata: Any) -> dg.A
         passed=passed,
         description=None if passed else "; ".join(examples),
         metadata={**metadata, "examples": list(examples)},
+    )
+
+
+def not_judged(
+    reason: str, severity: dg.AssetCheckSeverity = dg.AssetCheckSeverity.ERROR, **metadata: Any
+) -> dg.AssetCheckResult:
+    """The result of a check that has nothing to judge yet (no rows, no commit, no compaction, ...).
+
+    It passes, since nothing is wrong, but says so in its description and in a `status` metadata
+    entry, so that the UI never shows an empty comparison as a judged pass."""
+    return dg.AssetCheckResult(
+        passed=True,
+        severity=severity,
+        description=f"Not judged: {reason}",
+        metadata={"status": f"not judged: {reason}", **metadata},
     )
 
 
@@ -204,6 +223,8 @@ def unique_check(
 
     def evaluate(spark: "SparkSession", table: "WideTable", lake: LakeLocator) -> dg.AssetCheckResult:
         report = key_report(spark, table.read(), columns)
+        if report.rows == 0:
+            return not_judged(f"{spec.name} has no rows yet.", rows=0)
         return check_result(
             report.passed,
             report.examples,
@@ -232,10 +253,15 @@ def unchanged_rows_check(spec: LakeTableSpec, name: str, description: str) -> dg
     id dictionaries: a key's values are fixed when it is first written)."""
 
     def evaluate(spark: "SparkSession", table: "WideTable", lake: LakeLocator) -> dg.AssetCheckResult:
-        # A wide table is at version 1 or later: version 0 is its empty creation.
         version = table.version
+        # Version 0 is the empty creation; a table that never held rows before has nothing to keep.
+        previous = table.read(version=version - 1) if version > 0 else None
+        if previous is None or previous.isEmpty():
+            return not_judged(
+                f"{spec.name} held no rows before Delta version {version}: nothing to compare with.",
+                version=version,
+            )
         current = table.read()
-        previous = table.read(version=version - 1)
         # One direction only: rows the current version adds are new keys (or duplicates, which the
         # key check reports); a previous row that is absent now was changed or removed.
         changed, examples = _absent(spark, previous, current, table.spec.column_names)
@@ -254,6 +280,8 @@ def first_row_check(spec: WideTableSpec, name: str, description: str) -> dg.Asse
 
     def evaluate(spark: "SparkSession", table: "WideTable", lake: LakeLocator) -> dg.AssetCheckResult:
         consumed, records = applied_records(spark, spec, source, table, lake)
+        if consumed == 0:
+            return not_judged(f"{spec.name} has applied no {source.name} record yet.", consumed_offset=0)
         keys = ", ".join(quote(k) for k in source.primary_key)
         firsts = spark.sql(
             f"SELECT {keys}, min(_offset) AS first_offset FROM {{r}} GROUP BY {keys}", r=records
@@ -276,6 +304,8 @@ def applied_once_check(
 
     def evaluate(spark: "SparkSession", table: "WideTable", lake: LakeLocator) -> dg.AssetCheckResult:
         commits = table.commits()
+        if not commits:
+            return not_judged(f"{spec.name} has no commit yet.", commits=0)
         foreign = [c.commit for c in commits if c.txn is None or c.txn.app_id != source.name]
         offsets = [c.txn.offset for c in commits if c.txn is not None and c.txn.app_id == source.name]
         replayed = [b for a, b in itertools.pairwise(offsets) if b <= a]
@@ -322,41 +352,70 @@ def _warning(passed: bool, description: str, **metadata: Any) -> dg.AssetCheckRe
     )
 
 
+def landed_at(path: str) -> datetime | None:
+    """When the newest records of the Delta table at `path` landed: the write time of its newest data
+    file that holds rows (its add action's `modificationTime`), None while it holds none. delta-rs only."""
+    import pyarrow as pa
+    from deltalake import DeltaTable
+
+    actions = pa.table(DeltaTable(path).get_add_actions(flatten=True)).select(
+        ["modification_time", "num_records"]
+    )
+    # Milliseconds since the epoch; a file without statistics (no record count) may hold rows: it counts.
+    times = [a["modification_time"] for a in actions.to_pylist() if a["num_records"] != 0]
+    return datetime.fromtimestamp(max(times) / 1000, UTC) if times else None
+
+
 def freshness_check(spec: LakeTableSpec, source: SourceSpec, max_lag: timedelta) -> dg.AssetChecksDefinition:
-    """Warns when the newest op time `source` has ingested is older than `max_lag` (delta-rs, no Spark)."""
-    if source.op_time is None:
-        raise ValueError(f"source {source.name}: freshness needs an op_time column.")
+    """Warns when `source`'s newest records landed in its CDC table more than `max_lag` ago (delta-rs,
+    no Spark).
+
+    Freshness is judged by arrival, like dbt's `loaded_at_field`: a source is stale when nothing new
+    has reached the lake for longer than `max_lag` (the producer stopped sending, or the ingest stopped
+    running). Op times are the producer's clock and say how old the changes are, not whether the
+    feed is alive: a backfill or the bundled demo data is old by op time yet fresh by arrival, and
+    would otherwise fail for ever. The newest op time is reported alongside."""
     op_time = source.op_time
 
     @dg.asset_check(
         asset=asset_key(spec, source.name),
         name=f"{source.name}_freshness",
         blocking=False,
-        description=f"The newest {source.name} change ingested happened less than {max_lag} ago.",
+        description=f"New {source.name} records landed in the lake less than {max_lag} ago (judged by "
+        "arrival in the CDC table, not by op time, so historical or backfilled changes count as fresh "
+        "when they arrive).",
     )
     def _fresh(lake: dg.ResourceParam[LakeLocator]) -> dg.AssetCheckResult:
         """A source that stopped sending changes leaves its wide-table columns silently stale."""
         import pyarrow.compute as pc
         from deltalake import DeltaTable
 
-        rows = (
-            DeltaTable(table_path(lake, spec, source.name)).to_pyarrow_dataset().to_table(columns=[op_time])
-        )
-        newest = pc.max(rows[op_time])
-        if not newest.is_valid:
-            return _warning(
-                False, f"{source.name} has no change with an op time yet.", threshold=str(max_lag)
+        path = table_path(lake, spec, source.name)
+        landed = landed_at(path) if DeltaTable.is_deltatable(path) else None
+        threshold = round(max_lag.total_seconds())
+        if landed is None:
+            return not_judged(
+                f"no {source.name} record has landed yet.",
+                dg.AssetCheckSeverity.WARN,
+                threshold_seconds=threshold,
             )
-        newest_time = newest.as_py()
-        if newest_time.tzinfo is None:
-            newest_time = newest_time.replace(tzinfo=UTC)
-        lag = datetime.now(UTC) - newest_time
+        lag = datetime.now(UTC) - landed
+        metadata: dict[str, Any] = {
+            "landed_at": landed.isoformat(),
+            "lag_seconds": round(lag.total_seconds()),
+            "threshold_seconds": threshold,
+        }
+        if op_time is not None:
+            rows = DeltaTable(path).to_pyarrow_dataset().to_table(columns=[op_time])
+            newest = pc.max(rows[op_time]).as_py()
+            if newest is not None:
+                metadata["newest_op_time"] = (
+                    newest if newest.tzinfo else newest.replace(tzinfo=UTC)
+                ).isoformat()
         return _warning(
             lag <= max_lag,
-            f"{source.name}'s newest change is {lag} old (threshold {max_lag}).",
-            newest_op_time=newest_time.isoformat(),
-            lag_seconds=round(lag.total_seconds()),
-            threshold_seconds=round(max_lag.total_seconds()),
+            f"{source.name}: the newest records landed {lag} ago (threshold {max_lag}).",
+            **metadata,
         )
 
     return _fresh
@@ -380,9 +439,11 @@ def schema_drift_check(spec: LakeTableSpec, source: SourceSpec) -> dg.AssetCheck
         from wide_assets.pipelines.cdc_json import json_fields
 
         files = landing.files(source)
-        seen = set().union(*(json_fields(source, f.path) for f in files)) if files else set()
+        if not files:
+            return not_judged(f"no {source.name} file has landed yet.", dg.AssetCheckSeverity.WARN, files=0)
+        seen = set().union(*(json_fields(source, f.path) for f in files))
         unexpected = sorted(seen - set(source.column_names))
-        missing = sorted(set(source.column_names) - seen) if files else []
+        missing = sorted(set(source.column_names) - seen)
         return _warning(
             not unexpected and not missing,
             f"{source.name}: columns {unexpected} are not in the spec; spec columns {missing} never landed.",
@@ -414,7 +475,13 @@ def quarantine_growth_check(spec: LakeTableSpec, source: SourceSpec) -> dg.Asset
 
         event = context.instance.get_latest_materialization_event(key)
         metadata = event.asset_materialization.metadata if event and event.asset_materialization else {}
-        added = int(metadata["quarantined_this_run"].value) if "quarantined_this_run" in metadata else 0
+        if "quarantined_this_run" not in metadata:
+            return not_judged(
+                f"no {source.name} ingest has been recorded yet.",
+                dg.AssetCheckSeverity.WARN,
+                max_bad_records=source.max_bad_records,
+            )
+        added = int(metadata["quarantined_this_run"].value)
         path = quarantine_path(table_path(lake, spec, source.name))
         total = DeltaTable(path).to_pyarrow_dataset().count_rows() if DeltaTable.is_deltatable(path) else 0
         return _warning(
@@ -434,8 +501,7 @@ def source_health_checks(
     """Freshness, schema drift and quarantine growth of every source that supports them (non-blocking)."""
     checks = []
     for source in sources:
-        if source.op_time is not None:
-            checks.append(freshness_check(spec, source, max_lag))
+        checks.append(freshness_check(spec, source, max_lag))
         if source.format != "csv":
             checks.append(schema_drift_check(spec, source))
         if source.max_bad_records is not None:

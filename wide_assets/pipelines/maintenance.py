@@ -15,6 +15,7 @@ from typing import Any
 
 import dagster as dg
 
+from wide_assets.pipelines.checks import not_judged
 from wide_assets.pipelines.declarations import LakeTableSpec
 from wide_assets.pipelines.locate import LakeLocator, SparkProvider, asset_key, lake_name, table_path
 
@@ -183,7 +184,14 @@ def compaction_sensor(
 def changelog_checks(spec: LakeTableSpec, policy: CompactionPolicy) -> list[dg.AssetChecksDefinition]:
     key = asset_key(spec, spec.name)
 
-    @dg.asset_check(asset=key, name="changelog_replays_to_table", blocking=False)
+    @dg.asset_check(
+        asset=key,
+        name="changelog_replays_to_table",
+        blocking=False,
+        description=f"Replaying the changelog of {spec.name} as upserts from an empty table gives the "
+        "table back (not judged before the first commit, or before the first compaction of a table "
+        "whose changelog is produced at compaction).",
+    )
     def _replay(
         spark: dg.ResourceParam[SparkProvider], lake: dg.ResourceParam[LakeLocator]
     ) -> dg.AssetCheckResult:
@@ -193,8 +201,26 @@ def changelog_checks(spec: LakeTableSpec, policy: CompactionPolicy) -> list[dg.A
 
         session = spark.spark
         table = WideTable.open(session, table_path(lake, spec))
-        # A changelog produced at compaction covers what the Delta table holds, not pending commits.
         merge = table.spec.merge
+        if merge.dialect == "paimon" and merge.changelog_producer == "none":
+            return not_judged(f"{spec.name} keeps no changelog (changelog-producer 'none').")
+        if table.last_commit == 0:
+            return not_judged(f"{spec.name} has no commit yet.", commits=0)
+        # Write-only: its compaction job; otherwise every `full-compaction.delta-commits` commits.
+        compacted = (
+            bool(table.compactions())
+            if merge.write_only
+            else table.last_commit >= merge.full_compaction_delta_commits
+        )
+        if merge.changelog_at_compaction and not compacted:
+            pending = len(table.pending_commits())
+            return not_judged(
+                f"the changelog of {spec.name} is produced at compaction and no compaction has run yet "
+                f"({table.last_commit} commit(s), {pending} pending).",
+                commits=table.last_commit,
+                pending_commits=pending,
+            )
+        # A changelog produced at compaction covers what the Delta table holds, not pending commits.
         current = (
             session.read.format("delta").load(table.path) if merge.changelog_at_compaction else table.read()
         )
@@ -207,14 +233,20 @@ def changelog_checks(spec: LakeTableSpec, policy: CompactionPolicy) -> list[dg.A
             passed=want == got, metadata={"table_checksum": want, "replayed_checksum": got}
         )
 
-    @dg.asset_check(asset=key, name="compaction_preserved_content", blocking=False)
+    @dg.asset_check(
+        asset=key,
+        name="compaction_preserved_content",
+        blocking=False,
+        description=f"The last compaction of {spec.name} left its rows exactly as they were (not judged "
+        "before the first compaction).",
+    )
     def _preserved(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
         """The last compaction left the rows exactly as they were (checksum before = after)."""
         records = context.instance.fetch_observations(key, limit=1).records
         observation = records[0].asset_observation if records else None
         metadata = observation.metadata if observation else {}
         if CHECKSUM_BEFORE not in metadata:
-            return dg.AssetCheckResult(passed=True, description="No compaction has been recorded yet.")
+            return not_judged(f"no compaction of {spec.name} has been recorded yet.")
         before, after = metadata[CHECKSUM_BEFORE].value, metadata[CHECKSUM_AFTER].value
         return dg.AssetCheckResult(
             passed=before == after, metadata={CHECKSUM_BEFORE: before, CHECKSUM_AFTER: after}
@@ -236,8 +268,9 @@ def changelog_checks(spec: LakeTableSpec, policy: CompactionPolicy) -> list[dg.A
 def changelog_export_asset(spec: LakeTableSpec, encoding: str = "debezium") -> dg.AssetsDefinition:
     """An asset that appends each new commit's changelog, in a sink encoding, to its own Delta table.
 
-    Exactly once: the export table itself records the last exported commit (its largest `_commit`),
-    and each run appends the commits after it in one Delta commit, in the table's pool."""
+    Exactly once (`WideTable.publish_changelog`): the export table itself records the last exported
+    commit (its largest `_commit`), and each run appends the commits after it in one Delta commit, in
+    the table's pool."""
     table_key = asset_key(spec, spec.name)
     key = asset_key(spec, f"{spec.name}_changelog_{encoding.replace('-', '_')}")
 
@@ -260,34 +293,19 @@ def changelog_export_asset(spec: LakeTableSpec, encoding: str = "debezium") -> d
 
         session = spark.spark
         table = WideTable.open(session, table_path(lake, spec))
-        path = lake.path(lake_name(key))
-        exported = 0
-        if DeltaTable.is_deltatable(path):
-            exported = (
-                session.sql(
-                    "SELECT coalesce(max(_commit), 0) AS c FROM {e}",
-                    e=session.read.format("delta").load(path),
-                )
-                .collect()[0]
-                .c
-            )
-        rows = table.export(encoding, start_commit=exported + 1)  # type: ignore[arg-type]
-        appended = rows.count()
-        if appended:
-            rows.write.format("delta").mode("append").save(path)
+        published = table.publish_changelog(lake.path(lake_name(key)), encoding)  # type: ignore[arg-type]
         counts = {
             r["_row_kind"]: r["n"]
             for r in session.sql(
-                "SELECT _row_kind, count(*) AS n FROM {c} GROUP BY _row_kind", c=table.changelog(exported + 1)
+                "SELECT _row_kind, count(*) AS n FROM {c} GROUP BY _row_kind",
+                c=table.changelog(published.start_commit),
             ).collect()
         }
         return dg.MaterializeResult[Any](
             metadata={
-                "dagster/row_count": DeltaTable(path).to_pyarrow_dataset().count_rows()
-                if appended or exported
-                else 0,
-                "records_appended": appended,
-                "commits": f"({exported}, {table.last_commit}]",
+                "dagster/row_count": DeltaTable(published.path).to_pyarrow_dataset().count_rows(),
+                "records_appended": published.appended,
+                "commits": f"({published.start_commit - 1}, {table.last_commit}]",
                 "changelog_rows_by_kind": dg.MetadataValue.md(
                     "| kind | rows |\n|---|---|\n"
                     + "".join(f"| {k} | {n} |\n" for k, n in sorted(counts.items()))

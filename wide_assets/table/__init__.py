@@ -3,6 +3,15 @@
 from wide_assets.errors import WideTableError
 from wide_assets.table.log import CommitInfo, CompactionInfo, Txn
 from wide_assets.table.protocol import WriteResult
+from wide_assets.table.publish import PublishResult
 from wide_assets.table.wide_table import WideTable
 
-__all__ = ["CommitInfo", "CompactionInfo", "Txn", "WideTable", "WideTableError", "WriteResult"]
+__all__ = [
+    "CommitInfo",
+    "CompactionInfo",
+    "PublishResult",
+    "Txn",
+    "WideTable",
+    "WideTableError",
+    "WriteResult",
+]

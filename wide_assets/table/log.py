@@ -71,6 +71,7 @@ class CommitInfo:
     input_records: int
     target_columns: tuple[str, ...] | None
     next_auto_increment: int | None = None
+    key_only_deletes: int = 0  # -D records carrying only the key (see `WriteResult.key_only_deletes_ignored`)
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -90,6 +91,7 @@ class CommitInfo:
             input_records=data["input_records"],
             target_columns=targets,
             next_auto_increment=data.get("next_auto_increment"),
+            key_only_deletes=data.get("key_only_deletes", 0),
         )
 
 

@@ -13,6 +13,7 @@ docs/commit-protocol.md has the argument.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -35,6 +36,8 @@ from wide_assets.table.reads import Reader
 from wide_assets.table.recovery import catch_up
 from wide_assets.table.storage import Storage
 
+logger = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class WriteResult:
@@ -53,6 +56,10 @@ class WriteResult:
     recovered: bool = False
     # Lookup-free write-only commits are folded in at compaction: until then the counts are 0.
     resolved_at_compaction: bool = False
+    # -D records carrying only the key that cannot remove their row under the table's options (ignored,
+    # or a retraction of nothing), and why, with the option that would make them remove it.
+    key_only_deletes_ignored: int = 0
+    note: str | None = None
     # Attempts that lost the race to another writer's commit and were computed again.
     conflicts: int = 0
 
@@ -157,8 +164,8 @@ def attempt(storage: Storage, prepared: Callable[[], PreparedBatch], txn: Txn | 
             window = storage.log_entries(earlier, Origin.MERGED).unionByName(window)
         transitions = collapsed_transitions(spark, spec, window)
         parts.append(storage.log_rows(transitions, info.commit, Origin.COMPACTED))
-    assert batch.records is not None, "prepare_batch counts the records"
-    info = replace(info, input_records=batch.records)
+    assert batch.records is not None and batch.key_only_deletes is not None, "prepare_batch counts them"
+    info = replace(info, input_records=batch.records, key_only_deletes=batch.key_only_deletes)
     faults.checkpoint("before-changelog-commit")
     storage.append_log(parts, info.commit, Origin.COMMIT, info.to_json(), log)
     faults.checkpoint("after-changelog-commit")
@@ -198,6 +205,16 @@ def result(
     recovered: bool = False,
 ) -> WriteResult:
     """The WriteResult of the commit `info` with its `counts` (see `commit_counts`)."""
+    merge = storage.spec.merge
+    why = engine_for(merge).key_only_delete_ignored(merge) if info.key_only_deletes else None
+    note = None
+    if why is not None:
+        note = (
+            f"{info.key_only_deletes} -D record(s) of commit {info.commit} carry only the key and removed no "
+            f"row: {why}."
+        )
+        if not skipped:
+            logger.warning("%s: %s", storage.path, note)
     return WriteResult(
         commit=info.commit,
         version=storage.version,
@@ -205,6 +222,8 @@ def result(
         input_records=info.input_records,
         skipped=skipped,
         recovered=recovered,
-        resolved_at_compaction=storage.spec.merge.lookup_free_writes,
+        resolved_at_compaction=merge.lookup_free_writes,
+        key_only_deletes_ignored=info.key_only_deletes if why is not None else 0,
+        note=note,
         **counts,
     )

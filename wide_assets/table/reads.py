@@ -50,7 +50,8 @@ class Reader:
         return apply_images(storage.spark, storage.spec, base, commit_images(storage, pending, base))
 
     def changelog(self, start_commit: int | None = None, end_commit: int | None = None) -> DataFrame:
-        """`_row_kind`, the table's columns, `_commit`, `_offset` of the commits in [start, end]."""
+        """`_row_kind`, the table's columns, `_commit`, `_offset` of the commits in [start, end], from
+        the log as it is now (commits logged after this call do not appear however late it is read)."""
         storage = self.storage
         merge = storage.spec.merge
         if merge.dialect == "paimon" and merge.changelog_producer == "none":
@@ -71,7 +72,7 @@ class Reader:
         entries = storage.spark.sql(
             f"SELECT _row_kind, {columns(storage.spec.column_names)}, _commit, _offset FROM {{log}} "
             f"WHERE {' AND '.join(conditions)}",
-            log=storage.spark.read.format("delta").load(storage.changelog_path),
+            log=storage.log_frame(),
         )
         if merge.row_deduplicate and merge.row_deduplicate_ignore_fields and origin == Origin.MERGED:
             entries = without_ignored_updates(storage.spark, storage.spec, entries)

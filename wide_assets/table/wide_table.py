@@ -25,6 +25,7 @@ from wide_assets.spec import TableSpec
 from wide_assets.table import arbiter, compaction, maintenance, protocol
 from wide_assets.table.log import CommitInfo, CompactionInfo, Txn
 from wide_assets.table.protocol import WriteResult
+from wide_assets.table.publish import PublishResult, publish
 from wide_assets.table.reads import Reader
 from wide_assets.table.recovery import recover
 from wide_assets.table.storage import Storage, check_path, stored_spec
@@ -115,6 +116,15 @@ class WideTable:
     ) -> DataFrame:
         """The changelog of commits [start, end] in a sink encoding; see `wide_assets.export`."""
         return self._reader.export(encoding, start_commit, end_commit)
+
+    def publish_changelog(
+        self, path: str | os.PathLike[str], encoding: Encoding | None = None
+    ) -> PublishResult:
+        """Append the changelog of every commit not yet published to the plain Delta table at `path`
+        (created on the first call), as `changelog()` returns it or in a sink `encoding`: what other
+        Delta readers should read instead of the internal `<table>_changelog`. Exactly once per
+        commit; see `wide_assets.table.publish`."""
+        return publish(self._reader, str(path), encoding)
 
     def diff(self, from_version: int, to_version: int | None = None) -> DataFrame:
         """The changelog (+I, -U/+U, -D; changed rows only) from one Delta version to another (default now)."""
