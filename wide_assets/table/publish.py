@@ -4,7 +4,8 @@ The published table is append-only and holds exactly what `WideTable.changelog()
 (`_row_kind`, the table's columns, `_commit`, `_offset`), or its `export` in a sink encoding: no
 commit-log rows, no markers, no deletion vectors, so delta-rs, DuckDB and Spark read it as it is.
 Its largest `_commit` is the watermark: a run appends the entries of later commits in one Delta
-commit, so a run cut short appends nothing and a repeated run appends nothing twice. Entries appear
+commit right after the snapshot it read the watermark from (`arbiter`), so a run cut short appends
+nothing, and a repeated or concurrent run appends nothing twice. Entries appear
 in the log one whole commit (or compaction) at a time, always under a commit number larger than any
 logged before, so nothing is ever published after a larger `_commit` than its own.
 """
@@ -12,10 +13,10 @@ logged before, so nothing is ever published after a larger `_commit` than its ow
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from wide_assets.errors import InvalidInputError
-from wide_assets.locking import exclusive
+from wide_assets.table import arbiter
 from wide_assets.table.reads import Reader
 
 if TYPE_CHECKING:
@@ -34,34 +35,47 @@ class PublishResult:
 
 def published_through(path: str) -> int:
     """The largest `_commit` published at `path` (0 when nothing is: no table, or an empty one)."""
-    import pyarrow.compute as pc
-    from deltalake import DeltaTable
+    return _watermark(arbiter.open_table(path)) if arbiter.exists(path) else 0
 
-    if not DeltaTable.is_deltatable(path):
-        return 0
-    commits = DeltaTable(path).to_pyarrow_dataset().to_table(columns=["_commit"])["_commit"]
+
+def _watermark(table: Any) -> int:
+    """The largest `_commit` in the snapshot `table` (a deltalake.DeltaTable; 0 when empty)."""
+    import pyarrow.compute as pc
+
+    commits = table.to_pyarrow_dataset().to_table(columns=["_commit"])["_commit"]
     return int(pc.max(commits).as_py() or 0)
 
 
 def publish(reader: Reader, path: str, encoding: Encoding | None = None) -> PublishResult:
     """Append the changelog entries (in `encoding`, or as `changelog()` returns them) of the commits
-    not yet published at `path`, creating the table on the first run. Under a lock on `path`: two runs
-    at once would both append the same commits."""
-    from deltalake import DeltaTable
+    not yet published at `path`, creating the table on the first run. The append lands right after
+    the snapshot its watermark was read from, or is computed again: two runs at once append each
+    commit once."""
 
-    with exclusive(path):
-        start = published_through(path) + 1
-        # The log is pinned when the frame is made, so its count and its append see the same entries.
+    def attempt() -> PublishResult:
+        from deltalake import DeltaTable
+
+        fresh = not arbiter.exists(path)
+        start = 1 if fresh else published_through(path) + 1
+        # The log is pinned when the frame is made, so what is counted is what is appended.
         entries = reader.changelog(start) if encoding is None else reader.export(encoding, start)
-        if DeltaTable.is_deltatable(path):
-            existing = DeltaTable(path).schema().to_arrow().names
-            if list(existing) != list(entries.columns):
-                raise InvalidInputError(
-                    f"{path} holds columns {list(existing)}, not the published changelog's "
-                    f"{list(entries.columns)}: publish each encoding of a table to its own path."
-                )
-        appended = entries.count()
-        if appended or not DeltaTable.is_deltatable(path):
-            # The first run creates the table even when there is nothing to publish yet, so readers find it.
-            entries.write.format("delta").mode("append").save(path)
-        return PublishResult(path, start, appended, DeltaTable(path).version())
+        rows = entries.toArrow()
+        if fresh:
+            # Created even when there is nothing to publish yet, so readers find it; a racing
+            # creator's table is as good as ours.
+            DeltaTable.create(
+                path, schema=rows.schema, mode="ignore", storage_options=arbiter.storage_options(path)
+            )
+        table = arbiter.open_table(path)
+        if list(table.schema().to_arrow().names) != list(entries.columns):
+            raise InvalidInputError(
+                f"{path} holds columns {list(table.schema().to_arrow().names)}, not the published "
+                f"changelog's {list(entries.columns)}: publish each encoding of a table to its own path."
+            )
+        if _watermark(table) + 1 != start:
+            raise arbiter.Conflict(f"{path} was published to meanwhile.")
+        if rows.num_rows:
+            arbiter.append(table, rows)
+        return PublishResult(path, start, rows.num_rows, arbiter.open_table(path).version())
+
+    return arbiter.retrying(attempt, f"publishing to {path}")[0]
