@@ -8,40 +8,30 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
-from typing import Any, TypeVar, cast
+from typing import Any, Never, TypeVar
 
 from tqdm import tqdm
 
-__all__ = ["bar", "note"]
+__all__ = ["bar", "note", "steps"]
 
 T = TypeVar("T")
 
 
-def bar(
-    iterable: Iterable[T] | None = None,
-    *,
-    total: int | None = None,
-    description: str = "",
-    unit: str = "it",
-    quiet: bool = False,
-) -> tqdm[T]:
-    """A progress bar over `iterable` (or updated by hand up to `total`); off when `quiet` or when
-    stderr is not a terminal (tqdm's `disable=None`)."""
-    # Without an iterable tqdm's stubs type the bar as tqdm[Never]; it then yields nothing anyway.
-    return cast(
-        "tqdm[T]",
-        tqdm(
-            iterable,
-            total=total,
-            desc=description,
-            unit=unit,
-            file=sys.stderr,
-            disable=True if quiet else None,
-            dynamic_ncols=True,
-        ),
-    )
+def bar(iterable: Iterable[T], *, description: str = "", unit: str = "it", quiet: bool = False) -> tqdm[T]:
+    """`iterable`, with a progress bar while it is consumed."""
+    return tqdm(iterable, desc=description, unit=unit, **_shown(quiet))
+
+
+def steps(total: int, *, unit: str = "step", quiet: bool = False) -> tqdm[Never]:
+    """A bar advanced by hand (`update()`, `set_description()`) up to `total`."""
+    return tqdm(total=total, unit=unit, **_shown(quiet))
 
 
 def note(*parts: Any) -> None:
     """`print` to stdout without breaking a progress bar that is being drawn."""
     tqdm.write(" ".join(str(p) for p in parts), file=sys.stdout)
+
+
+def _shown(quiet: bool) -> dict[str, Any]:
+    # disable=None: tqdm draws only when its file (stderr) is a terminal.
+    return {"file": sys.stderr, "disable": True if quiet else None, "dynamic_ncols": True}
