@@ -82,7 +82,8 @@ class EngineSettings:
     spark_conf: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
-        parse_engine(self.engine)
+        # Frozen: normalized through object.__setattr__ (" Sail" is "sail" everywhere after this).
+        object.__setattr__(self, "engine", parse_engine(self.engine))
         if self.engine == "connect" and not self.remote:
             raise ValueError(
                 f"engine 'connect' needs the Spark Connect server's URL: set {REMOTE_VARIABLE}=sc://host:port "

@@ -96,6 +96,7 @@ def test_an_unknown_engine_passed_in_code_is_an_error() -> None:
         resources_for_env("jvm")
     with pytest.raises(ValueError, match=r"engine='sali' is not an engine \(did you mean 'sail'\?\)"):
         EngineSettings(engine="sali")  # type: ignore[arg-type]
+    assert EngineSettings(engine=" Classic") == EngineSettings(engine="classic")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("variable", ["WIDE_ASSETS_ENGINE", "WIDE_ASSETS_ENV"])
