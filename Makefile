@@ -3,10 +3,18 @@ SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := test
 
+# Any Python 3.11-3.13 (e.g. `make PYTHON=python3.13 test`); 3.11 when it is on PATH.
 PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
 VENV := .venv
 VENV_PY := $(CURDIR)/$(VENV)/bin/python
-VENV_STAMP := $(VENV)/.installed
+PYTHON_VERSION_OF = $(shell $(1) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+PYTHON_VERSION := $(call PYTHON_VERSION_OF,$(PYTHON))
+ifeq ($(PYTHON_VERSION),)
+$(error PYTHON=$(PYTHON) does not run; set PYTHON to a Python 3.11-3.13 interpreter)
+endif
+# The stamp names the Python version it was installed for: asking for another one (or a .venv whose
+# interpreter is gone) re-creates .venv instead of reusing one built by a different interpreter.
+VENV_STAMP := $(VENV)/.installed-python$(PYTHON_VERSION)
 
 # Project-local Dagster instance (sqlite), so runs never touch ~/.dagster or a shared instance.
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
@@ -17,11 +25,18 @@ export PYSPARK_DRIVER_PYTHON := $(VENV_PY)
 .PHONY: venv demo test unit dev lint format clean distclean
 
 # Re-installs whenever pyproject.toml changes; the stamp records the last successful install.
-$(VENV_STAMP): pyproject.toml
-	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+$(VENV_STAMP): pyproject.toml $(VENV)/bin/python
+	@if [ "$(call PYTHON_VERSION_OF,$(VENV)/bin/python)" != "$(PYTHON_VERSION)" ]; then \
+	  echo "creating $(VENV) with $(PYTHON) (Python $(PYTHON_VERSION))"; \
+	  rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); \
+	fi
 	$(VENV)/bin/python -m pip install --upgrade pip
 	$(VENV)/bin/python -m pip install -e '.[dev]'
+	@rm -f $(VENV)/.installed*
 	@touch $@
+
+# Missing (its interpreter removed, or no .venv yet), it makes the stamp out of date.
+$(VENV)/bin/python: ;
 
 $(VENV): $(VENV_STAMP)
 

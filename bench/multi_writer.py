@@ -180,7 +180,7 @@ def summary(trials: list[Trial]) -> str:
     return (
         f"{clean}/{len(trials)} trials without a lost or doubled update, commit numbers dense and unique; "
         f"{sum(t.writes for t in trials)} writes and {sum(t.compactions for t in trials)} compactions by "
-        f"{sum(t.writers for t in trials)} writer processes, {sum(t.conflicts for t in trials)} conflicts "
+        f"2-4 writer processes per trial, {sum(t.conflicts for t in trials)} conflicts "
         "detected and retried"
     )
 

@@ -1,13 +1,14 @@
 """Incremental partial-update apply vs full recompute and peer MERGEs on a product_360-like table.
 
     .venv/bin/python -m bench.product_360 [--sizes 1000000:10000,1000000:100000,10000000:10000]
-        [--candidates a,b] [--workdir DIR] [--out bench/RESULTS.md] [--seed 7] [--initial-load]
+        [--candidates a,b] [--workdir DIR] [--out bench/RESULTS.md] [--seed 7] [--initial-load] [--quiet]
 
 Per size N:K, on the same generated data (see `bench.workload`), every candidate (`bench.candidates`)
 runs in a fresh process whose whole process tree's RSS is sampled every 50 ms; its result is read back
 and compared to an independent oracle. With `--initial-load`, `bench.initial_load` also runs once at
 the largest N <= 1,000,000. Prints a table per size and the targets (PASS/MISS), and writes them to
-`--out` with the command, machine and versions.
+`--out` with the command, machine and versions. A progress bar (step and candidate) is drawn on stderr
+when it is a terminal, unless `--quiet`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING, Never
 
 import psutil
 import pyarrow as pa
@@ -36,6 +38,10 @@ from deltalake import DeltaTable
 
 from bench.candidates import BUCKETS, CANDIDATES
 from bench.workload import KEY, Layout, generate, mismatch, oracle
+from wide_assets.progress import note, steps
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SIZES = "1000000:10000,1000000:100000,10000000:10000"
@@ -238,15 +244,22 @@ def deletion_vectors(name: str, layout: Layout) -> int | None:
     return sum(1 for action in actions if action.get("add", {}).get("deletionVector"))
 
 
-def measure(layout: Layout, candidates: list[str], seed: int) -> list[Run]:
-    """Generate the data, build the bases, run and verify every candidate at one size."""
+def measure(layout: Layout, candidates: list[str], seed: int, progress: tqdm[Never]) -> list[Run]:
+    """Generate the data, build the bases, run and verify every candidate at one size; `progress` (a
+    `wide_assets.progress.steps` bar) advances by one per step: generation, setup, each candidate."""
+    size = f"N={layout.n:,} K={layout.k:,}"
+    progress.set_description(f"{size} generate")
     generate(layout, seed)
+    progress.update()
+    progress.set_description(f"{size} setup")
     _, _, error = run_process("setup", layout)
     if error:
         raise RuntimeError(f"setup failed:\n{error}")
     expected = oracle(layout)
+    progress.update()
     runs = []
     for name in candidates:
+        progress.set_description(f"{size} {name}")
         phases, peak, error = run_process(name, layout)
         if error is None:
             error = mismatch(result_table(name, layout), expected)
@@ -255,9 +268,10 @@ def measure(layout: Layout, candidates: list[str], seed: int) -> list[Run]:
             error = "its MERGE wrote no deletion vector"
         runs.append(Run(name, phases.get("total", float("nan")), peak, error, phases, vectors))
         status = "ok" if error is None else f"FAILED: {error.splitlines()[-1] if error else ''}"
-        print(
+        note(
             f"  N={layout.n} K={layout.k} {name}: {phases.get('total', float('nan')):.2f} s, {peak:.0f} MB, {status}"
         )
+        progress.update()
     return runs
 
 
@@ -342,7 +356,7 @@ def run_initial_load(work: Path, sizes: list[tuple[int, int]], seed: int) -> Ini
         if process.returncode != 0:
             return InitialLoad(n, {}, (process.stdout + process.stderr)[-3000:])
         medians = json.loads(Path(result.name).read_text())
-    print(f"  initial load N={n}: " + ", ".join(f"{name} {s:.2f} s" for name, s in medians.items()))
+    note(f"  initial load N={n}: " + ", ".join(f"{name} {s:.2f} s" for name, s in medians.items()))
     return InitialLoad(n, medians, None)
 
 
@@ -450,6 +464,7 @@ def main(argv: list[str] | None = None) -> dict[tuple[int, int], list[Run]]:
         action="store_true",
         help=f"also run bench.initial_load at the largest N <= {INITIAL_LOAD_MAX_ROWS:,} that ran",
     )
+    parser.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     args = parser.parse_args(argv)
     candidates = args.candidates.split(",")
     unknown = set(candidates) - set(CANDIDATES)
@@ -458,12 +473,20 @@ def main(argv: list[str] | None = None) -> dict[tuple[int, int], list[Run]]:
     command = shlex.join(
         [".venv/bin/python", "-m", "bench.product_360", *(sys.argv[1:] if argv is None else argv)]
     )
-    with tempfile.TemporaryDirectory(dir=args.workdir) as work:
+    sizes = parse_sizes(args.sizes)
+    total = len(sizes) * (2 + len(candidates)) + int(args.initial_load)
+    with (
+        tempfile.TemporaryDirectory(dir=args.workdir) as work,
+        steps(total, quiet=args.quiet) as progress,
+    ):
         results = {
-            (n, k): measure(Layout(Path(work), n, k), candidates, args.seed)
-            for n, k in parse_sizes(args.sizes)
+            (n, k): measure(Layout(Path(work), n, k), candidates, args.seed, progress) for n, k in sizes
         }
-        load = run_initial_load(Path(work), list(results), args.seed) if args.initial_load else None
+        load = None
+        if args.initial_load:
+            progress.set_description("initial load")
+            load = run_initial_load(Path(work), list(results), args.seed)
+            progress.update()
     report = ["# product_360 benchmark", "", *environment(command)]
     for (n, k), runs in results.items():
         report += size_report(n, k, runs)

@@ -1,7 +1,7 @@
 """`python -m bench.reliability`: fault injection against the product_360 pipeline and a shared table,
 every result checked against an independent oracle; prints the figures the README quotes.
 
-    .venv/bin/python -m bench.reliability --crashes 20 --concurrent 50 --seed 7
+    .venv/bin/python -m bench.reliability --crashes 20 --concurrent 50 --seed 7 [--quiet]
 
 - Crashes: product_360's job, then its compaction job, run in a child process that is SIGKILLed after
   a random delay drawn over a clean run's duration, or at a named checkpoint of `wide_assets.faults`,
@@ -15,7 +15,8 @@ every result checked against an independent oracle; prints the figures the READM
   update and no double apply: after each trial the table equals the sum of every landed record.
 - Bad input: the corpus of `bench.bad_inputs`.
 
-`tests/reliability/` runs the same trials with small counts.
+`tests/reliability/` runs the same trials with small counts. A progress bar (trials done, phase) is drawn
+on stderr when it is a terminal, unless `--quiet`; each trial's outcome is printed on stdout.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from wide_assets.errors import ConcurrentWriteError
 from wide_assets.faults import CRASH_POINT
 from wide_assets.pipelines import LandingZone, SourceSpec, WideTableSpec, table_path
 from wide_assets.pipelines.ingest import quarantine_path
+from wide_assets.progress import note, steps
 from wide_assets.table import WideTable
 
 if TYPE_CHECKING:
@@ -656,6 +658,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--crashes", type=int, default=20, help="SIGKILLed runs")
     parser.add_argument("--concurrent", type=int, default=50, help="trials of two writers at once")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     args = parser.parse_args(argv)
     from bench.bad_inputs import handle_all
     from wide_assets.session import get_spark
@@ -663,14 +666,31 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(args.seed)
     spark = get_spark()
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="reliability_") as tmp:
+    # One step per crash trial, the replays, each concurrent trial, and the bad-input corpus.
+    with (
+        tempfile.TemporaryDirectory(prefix="reliability_") as tmp,
+        steps(args.crashes + 1 + args.concurrent + 1, quiet=args.quiet) as progress,
+    ):
+
+        def trial_done(line: str) -> None:
+            note(line)
+            progress.update()
+
         work = Path(tmp)
-        crashes, clean, expected = crash_trials(spark, work, args.crashes, rng)
+        progress.set_description("crash trials")
+        crashes, clean, expected = crash_trials(spark, work, args.crashes, rng, trial_done)
+        # A run that finished before its kill time was not a crash, and another trial was drawn.
+        progress.total = len(crashes) + 1 + args.concurrent + 1
+        progress.set_description("replays")
         replayed = replays(spark, work, work / "data", clean, expected)
+        progress.update()
         for replay in replayed:
-            print(f"replay {replay.name}: {'; '.join(replay.problems) or 'identical'}")
-        concurrent = concurrent_trials(spark, work, args.concurrent, rng)
-        bad = handle_all(spark)
+            note(f"replay {replay.name}: {'; '.join(replay.problems) or 'identical'}")
+        progress.set_description("concurrent writers")
+        concurrent = concurrent_trials(spark, work, args.concurrent, rng, trial_done)
+        progress.set_description("bad inputs")
+        bad = handle_all(spark, note)
+        progress.update()
     figures = _figures(crashes, replayed, concurrent, bad, expected)
     print(f"\nreliability figures (seed {args.seed}, {time.monotonic() - started:.0f} s):")
     for line in figures:

@@ -1,7 +1,7 @@
 """`python -m demos.generate`: realistic CDC landing files for the product_360 pipeline.
 
     python -m demos.generate --products 50 --changes 400 --seed 7 --out data/landing \\
-        --late-share 0.1 --delete-share 0.05 --files 3 --malformed 6
+        --late-share 0.1 --delete-share 0.05 --files 3 --malformed 6 [--quiet]
 
 Writes `<out>/<source>/<source>_<nnn>.jsonl`, one JSON object per line: Debezium envelopes for the
 database-backed sources (catalog, pricing, lifecycle: `before`/`after`/`op`/`ts_ms`, decimals as
@@ -15,6 +15,9 @@ updates of the same row arrived first). `--delete-share` drives deletes: price a
 review and question deletes, and that share of products removed from the catalog as their last event
 (in the last batch, after every other event of the product). `--malformed` writes that many bad lines
 (bad JSON, missing key, unknown op, uncastable values) to `pricing/pricing_bad.jsonl`.
+
+Time and memory grow linearly with `--changes`; progress shows on stderr when it is a terminal
+(`--quiet` hides it).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from wide_assets.pipelines import format_op_time
+from wide_assets.progress import bar
 
 __all__ = ["Event", "generate", "main"]
 
@@ -62,14 +66,37 @@ class Event:
 
 
 @dataclass
+class _StreamRows:
+    """A stream's live rows by id, indexed by product: a change looks up its product's rows without
+    scanning every row (which made generating quadratic in the number of changes)."""
+
+    rows: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # Per product, its live ids in the order they were created: the order the rows dict holds them in,
+    # so the random choices among them, and the output for a seed, are what a scan of `rows` gave.
+    by_product: dict[int, dict[int, None]] = field(default_factory=dict)
+
+    def live(self, product: int) -> list[int]:
+        return list(self.by_product.get(product, ()))
+
+    def add(self, key: int, row: dict[str, Any]) -> None:
+        self.rows[key] = row
+        self.by_product.setdefault(row["product_id"], {})[key] = None
+
+    def pop(self, key: int) -> dict[str, Any]:
+        row = self.rows.pop(key)
+        del self.by_product[row["product_id"]][key]
+        return row
+
+
+@dataclass
 class _World:
     rng: random.Random
     clock: int = START_MS
     catalog: dict[int, dict[str, Any]] = field(default_factory=dict)
     pricing: dict[int, dict[str, Any]] = field(default_factory=dict)
     lifecycle: dict[int, dict[str, Any]] = field(default_factory=dict)
-    reviews: dict[int, dict[str, Any]] = field(default_factory=dict)
-    questions: dict[int, dict[str, Any]] = field(default_factory=dict)
+    reviews: _StreamRows = field(default_factory=_StreamRows)
+    questions: _StreamRows = field(default_factory=_StreamRows)
     events: list[Event] = field(default_factory=list)
 
     def tick(self) -> int:
@@ -142,8 +169,8 @@ def _change_table(w: _World, source: str, product: int, delete_share: float) -> 
 def _change_stream(w: _World, source: str, product: int, delete_share: float, next_id: list[int]) -> None:
     """A new, edited or deleted review or question (Flink changelog rows)."""
     rng = w.rng
-    rows: dict[int, dict[str, Any]] = getattr(w, source)
-    live = [k for k, row in rows.items() if row["product_id"] == product]
+    rows: _StreamRows = getattr(w, source)
+    live = rows.live(product)
     choice = rng.random()
     if live and choice < delete_share * 3:
         key = rng.choice(live)
@@ -151,12 +178,12 @@ def _change_stream(w: _World, source: str, product: int, delete_share: float, ne
         return
     if live and choice < 0.45:
         key = rng.choice(live)
-        old = rows[key]
+        old = rows.rows[key]
         if source == "reviews":
             new = {**old, "rating": rng.randint(1, 5)}
         else:
             new = {**old, "status": "closed" if old["status"] == "open" else "open"}
-        rows[key] = new
+        rows.rows[key] = new  # the same product: its index does not change
         w.flink(source, [("-U", old), ("+U", new)], movable=True)
         return
     next_id[0] += 1
@@ -166,7 +193,7 @@ def _change_stream(w: _World, source: str, product: int, delete_share: float, ne
         row["rating"] = rng.randint(1, 5)
     else:
         row["status"] = "open"
-    rows[next_id[0]] = row
+    rows.add(next_id[0], row)
     w.flink(source, [("+I", row)])
 
 
@@ -179,8 +206,10 @@ def generate(
     delete_share: float = 0.05,
     files: int = 3,
     malformed: int = 0,
+    quiet: bool = False,
 ) -> dict[str, int]:
-    """Write the landing files (see the module doc); returns the number of lines per source."""
+    """Write the landing files (see the module doc); returns the number of lines per source.
+    `quiet`: no progress bar (there is none anyway when stderr is not a terminal)."""
     rng = random.Random(seed)
     w = _World(rng)
     ids = list(range(1001, 1001 + products))
@@ -191,7 +220,7 @@ def generate(
     removed = set(rng.sample(ids, round(products * delete_share)))
     sources = list(WEIGHTS)
     next_id = [0]
-    for _ in range(changes):
+    for _ in bar(range(changes), description="changes", quiet=quiet):
         source = rng.choices(sources, weights=[WEIGHTS[s] for s in sources])[0]
         product = rng.choice(ids)
         if source in DEBEZIUM_SOURCES:
@@ -221,17 +250,17 @@ def generate(
         envelope = {"before": before, "after": None, "source": {"table": "catalog", "ts_ms": ts}, "op": "d"}
         last.append(Event("catalog", {**envelope, "ts_ms": ts}, ts, batch=files - 1))
     counts: dict[str, int] = dict.fromkeys(sources, 0)
-    for source in sources:
+    written = [(source, batch) for source in sources for batch in range(files)]
+    for source, batch in bar(written, description="files", unit="file", quiet=quiet):
         folder = out / source
         folder.mkdir(parents=True, exist_ok=True)
-        for batch in range(files):
-            lines = [
-                json.dumps(e.record, separators=(",", ":"))
-                for event in batches.get((source, batch), [])
-                for e in (event, *event.group)
-            ]
-            counts[source] += len(lines)
-            (folder / f"{source}_{batch:03d}.jsonl").write_text("".join(f"{x}\n" for x in lines), "utf-8")
+        lines = [
+            json.dumps(e.record, separators=(",", ":"))
+            for event in batches.get((source, batch), [])
+            for e in (event, *event.group)
+        ]
+        counts[source] += len(lines)
+        (folder / f"{source}_{batch:03d}.jsonl").write_text("".join(f"{x}\n" for x in lines), "utf-8")
     if malformed:
         bad = [BAD_LINES[i % len(BAD_LINES)] for i in range(malformed)]
         (out / "pricing" / "pricing_bad.jsonl").write_text("".join(f"{x}\n" for x in bad), "utf-8")
@@ -248,6 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--delete-share", type=float, default=0.05)
     parser.add_argument("--files", type=int, default=3, help="files (batches) per source")
     parser.add_argument("--malformed", type=int, default=0, help="bad lines in pricing/pricing_bad.jsonl")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     args = parser.parse_args(argv)
     counts = generate(
         args.products,
@@ -258,6 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         delete_share=args.delete_share,
         files=args.files,
         malformed=args.malformed,
+        quiet=args.quiet,
     )
     print(f"wrote {sum(counts.values())} records to {args.out}: {counts}")
     return 0

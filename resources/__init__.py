@@ -1,4 +1,4 @@
-"""Dagster resources (Spark engine, lake location) and their per-environment wiring."""
+"""Dagster resources (Spark engine, lake location) and their wiring from the environment."""
 
 from __future__ import annotations
 
@@ -11,12 +11,11 @@ import dagster as dg
 from dagster_pyspark import LazyPySparkResource
 from pydantic import Field, PrivateAttr
 
-from wide_assets.session import EngineSettings, get_spark
+from wide_assets.session import REMOTE_VARIABLE, EngineSettings, engine_from_env, get_spark, parse_engine
 
-__all__ = ["ENVIRONMENTS", "LakeSettings", "SparkEngine", "resources_for_env"]
+__all__ = ["LakeSettings", "SparkEngine", "resources_for_env"]
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-ENVIRONMENTS: tuple[str, ...] = ("local", "connect", "classic")
 
 _SEGMENT = re.compile(r"[A-Za-z0-9_.-]+")
 
@@ -91,21 +90,17 @@ class LakeSettings(dg.ConfigurableResource["LakeSettings"]):
         return f"{self.root.rstrip('/')}/{'/'.join(segments)}"
 
 
-def resources_for_env(env: str | None = None) -> dict[str, Any]:
-    """Resource dict for `env` (default $WIDE_ASSETS_ENV or local): keys `spark` and `lake`."""
-    env = (env or os.environ.get("WIDE_ASSETS_ENV") or "local").strip().lower()
-    lake = LakeSettings()
-    if env == "local":
+def resources_for_env(engine: str | None = None) -> dict[str, Any]:
+    """Resource dict (keys `spark` and `lake`) for `engine`: the one `get_spark()` would start, i.e.
+    $WIDE_ASSETS_ENGINE (see `wide_assets.session.engine_from_env`) unless given."""
+    engine = engine_from_env() if engine is None else parse_engine(engine)
+    if engine == "sail":
         spark = SparkEngine(engine="sail")
-    elif env == "connect":
-        # EnvVar defers the lookup to run time, so definitions still load where it is unset.
-        spark = SparkEngine(engine="connect", remote=dg.EnvVar("WIDE_ASSETS_SPARK_REMOTE"))
-    elif env == "classic":
-        spark = SparkEngine(
-            engine="classic",
-            master=os.environ.get("WIDE_ASSETS_SPARK_MASTER") or "local[2]",
-            with_delta=True,
-        )
+    elif engine == "connect":
+        # EnvVar defers the lookup to run time, so definitions still load where it is unset; a run
+        # without it fails naming the variable.
+        spark = SparkEngine(engine="connect", remote=dg.EnvVar(REMOTE_VARIABLE))
     else:
-        raise ValueError(f"WIDE_ASSETS_ENV={env!r}; expected one of {ENVIRONMENTS}")
-    return {"spark": spark, "lake": lake}
+        settings = EngineSettings.from_env(engine="classic")
+        spark = SparkEngine(engine="classic", master=settings.master, with_delta=settings.with_delta)
+    return {"spark": spark, "lake": LakeSettings()}

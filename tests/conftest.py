@@ -17,11 +17,15 @@ JVM = EngineSettings(engine="classic", master="local[2]", with_delta=False)
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _engines() -> Iterator[None]:
+def _engines(request: pytest.FixtureRequest) -> Iterator[None]:
     # The JVM starts first, before any Spark Connect (gRPC) client or Sail server thread exists in this
     # process: pyspark launches it by fork with a preexec_fn, which races with those threads (seen once
-    # in three parallel runs: "Java gateway process exited before sending its port number").
-    if shutil.which("java") is not None:
+    # in three parallel runs: "Java gateway process exited before sending its port number"). Only
+    # when a collected test uses it: the unit tier starts no engine.
+    uses_jvm = any(
+        {"jvm_spark", "any_spark"} & set(getattr(item, "fixturenames", ())) for item in request.session.items
+    )
+    if uses_jvm and shutil.which("java") is not None:
         get_spark(JVM)
     yield
     stop_spark()

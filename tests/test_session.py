@@ -9,7 +9,7 @@ import dagster as dg
 import pytest
 from pyspark.sql import functions as F
 
-from resources import LakeSettings, SparkEngine, resources_for_env
+from resources import LakeSettings, SparkEngine
 from wide_assets.session import EngineSettings, activate, get_spark, is_connect
 
 
@@ -46,22 +46,6 @@ def test_any_spark_dispatch(any_spark: Any) -> None:
     assert _plus_one(any_spark) == [1, 2, 3]
 
 
-def test_engine_settings_from_env() -> None:
-    assert EngineSettings.from_env({}) == EngineSettings()
-    settings = EngineSettings.from_env(
-        {
-            "WIDE_ASSETS_ENGINE": "classic",
-            "WIDE_ASSETS_SPARK_MASTER": "local[1]",
-            "WIDE_ASSETS_SPARK_DELTA": "false",
-        }
-    )
-    assert (settings.engine, settings.master, settings.with_delta) == ("classic", "local[1]", False)
-    with pytest.raises(ValueError, match="remote"):
-        EngineSettings.from_env({"WIDE_ASSETS_ENGINE": "connect"})
-    with pytest.raises(ValueError, match="WIDE_ASSETS_ENGINE"):
-        EngineSettings.from_env({"WIDE_ASSETS_ENGINE": "duckdb"})
-
-
 @pytest.mark.parametrize(
     "name", ["../x", "/abs", "a/../../b", "", ".", "a//b", "a/./b", "a\\b", "C:/x", "a b", "x/.."]
 )
@@ -73,18 +57,6 @@ def test_lake_path_rejects_escapes(tmp_lake: Path, name: str) -> None:
 def test_lake_path_stays_under_root(tmp_lake: Path) -> None:
     lake = LakeSettings(root=str(tmp_lake) + "/")
     assert lake.path("bronze/users.v1") == f"{tmp_lake}/bronze/users.v1"
-
-
-def test_resources_are_lazy_and_per_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("WIDE_ASSETS_SPARK_REMOTE", raising=False)
-    for env in ("local", "connect", "classic"):
-        resources = resources_for_env(env)
-        assert set(resources) == {"spark", "lake"}
-        assert resources["spark"]._spark_session is None
-    monkeypatch.setenv("WIDE_ASSETS_ENV", "classic")
-    assert resources_for_env()["spark"].engine == "classic"
-    with pytest.raises(ValueError, match="WIDE_ASSETS_ENV"):
-        resources_for_env("prod")
 
 
 def test_spark_engine_resource_in_dagster(spark: Any, tmp_lake: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import difflib
 import logging
 import os
 import sys
@@ -19,10 +20,15 @@ if TYPE_CHECKING:
     SparkSession: TypeAlias = ClassicSparkSession | ConnectSparkSession
 
 __all__ = [
+    "ENGINES",
+    "ENGINE_VARIABLE",
+    "REMOTE_VARIABLE",
     "EngineSettings",
     "activate",
+    "engine_from_env",
     "get_spark",
     "is_connect",
+    "parse_engine",
     "stop_spark",
 ]
 
@@ -30,6 +36,17 @@ log = logging.getLogger(__name__)
 
 Engine = Literal["sail", "connect", "classic"]
 ENGINES: tuple[str, ...] = get_args(Engine)
+_ENGINE_NAMES: Mapping[str, Engine] = MappingProxyType({e: cast(Engine, e) for e in ENGINES})
+# The environment variables that choose the engine (for `get_spark()` and the Dagster resources alike)
+# and the Spark Connect server's URL.
+ENGINE_VARIABLE = "WIDE_ASSETS_ENGINE"
+REMOTE_VARIABLE = "WIDE_ASSETS_SPARK_REMOTE"
+# The variable the README named before there was one set of names; still read, with its own values,
+# and refused when it contradicts ENGINE_VARIABLE.
+_FORMER_VARIABLE = "WIDE_ASSETS_ENV"
+_FORMER_VALUES: Mapping[str, Engine] = MappingProxyType(
+    {"local": "sail", "connect": "connect", "classic": "classic"}
+)
 
 # pyspark decides process-wide (not per session) whether `pyspark.sql.functions`, `Window`, ... build
 # Connect or classic objects, by looking at this environment variable at call time.
@@ -65,27 +82,59 @@ class EngineSettings:
     spark_conf: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
-        if self.engine not in ENGINES:
-            raise ValueError(f"unknown engine {self.engine!r}; expected one of {ENGINES}")
+        # Frozen: normalized through object.__setattr__ (" Sail" is "sail" everywhere after this).
+        object.__setattr__(self, "engine", parse_engine(self.engine))
         if self.engine == "connect" and not self.remote:
-            raise ValueError("engine 'connect' needs remote='sc://host:port' (WIDE_ASSETS_SPARK_REMOTE)")
+            raise ValueError(
+                f"engine 'connect' needs the Spark Connect server's URL: set {REMOTE_VARIABLE}=sc://host:port "
+                "(or pass remote='sc://host:port')"
+            )
         # Freeze a private copy so a caller mutating its dict cannot change a cached session's key.
         frozen = MappingProxyType({str(k): str(v) for k, v in self.spark_conf.items()})
         object.__setattr__(self, "spark_conf", frozen)
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> EngineSettings:
-        """Build settings from WIDE_ASSETS_ENGINE / _SPARK_REMOTE / _SPARK_MASTER / _SPARK_DELTA."""
+    def from_env(cls, environ: Mapping[str, str] | None = None, engine: str | None = None) -> EngineSettings:
+        """Build settings from WIDE_ASSETS_ENGINE (unless `engine` is given) / _SPARK_REMOTE /
+        _SPARK_MASTER / _SPARK_DELTA."""
         env = os.environ if environ is None else environ
-        engine = env.get("WIDE_ASSETS_ENGINE", "sail").strip().lower() or "sail"
-        if engine not in ENGINES:
-            raise ValueError(f"WIDE_ASSETS_ENGINE={engine!r}; expected one of {ENGINES}")
         return cls(
-            engine=cast(Engine, engine),
-            remote=env.get("WIDE_ASSETS_SPARK_REMOTE") or None,
+            engine=engine_from_env(env) if engine is None else parse_engine(engine),
+            remote=env.get(REMOTE_VARIABLE) or None,
             master=env.get("WIDE_ASSETS_SPARK_MASTER") or "local[2]",
             with_delta=_parse_bool(env.get("WIDE_ASSETS_SPARK_DELTA"), default=True),
         )
+
+
+def engine_from_env(environ: Mapping[str, str] | None = None) -> Engine:
+    """The engine WIDE_ASSETS_ENGINE names (`sail` when unset); the former WIDE_ASSETS_ENV is read too,
+    and the two must agree. An unknown value is an error listing the valid ones."""
+    env = os.environ if environ is None else environ
+    named = {
+        variable: _engine_named(env[variable], variable, values)
+        for variable, values in ((ENGINE_VARIABLE, _ENGINE_NAMES), (_FORMER_VARIABLE, _FORMER_VALUES))
+        if env.get(variable, "").strip()
+    }
+    if len(set(named.values())) > 1:
+        raise ValueError(
+            f"{ENGINE_VARIABLE}={env[ENGINE_VARIABLE]!r} and {_FORMER_VARIABLE}={env[_FORMER_VARIABLE]!r} "
+            f"name different engines; set only {ENGINE_VARIABLE}"
+        )
+    return next(iter(named.values()), "sail")
+
+
+def parse_engine(name: str) -> Engine:
+    """`name` as an engine; an unknown one is an error naming the closest and the valid ones."""
+    return _engine_named(name, "engine", _ENGINE_NAMES)
+
+
+def _engine_named(raw: str, what: str, values: Mapping[str, Engine]) -> Engine:
+    value = raw.strip().lower()
+    if value not in values:
+        close = difflib.get_close_matches(value, list(values), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(f"{what}={raw!r} is not an engine{hint}; valid: {', '.join(values)}")
+    return values[value]
 
 
 def _parse_bool(raw: str | None, *, default: bool) -> bool:

@@ -10,6 +10,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from wide_assets.changelog import without_before_images
 from wide_assets.errors import InvalidOptionError, TableStateError, merge_errors
+from wide_assets.frames import arrow_schema
 from wide_assets.merge import changelog_read_from_merge
 from wide_assets.schema import Column
 from wide_assets.spec import BUCKET_COLUMN, TableSpec
@@ -72,7 +73,7 @@ class Storage:
         import pyarrow as pa
         from deltalake import DeltaTable
 
-        schema = self._arrow_schema(self.spec.columns, key=self.spec.primary_key)
+        schema = arrow_schema(self.spark, self.spec.columns, key=self.spec.primary_key)
         if not arbiter.exists(self.changelog_path):
             name = f"{Path(self.path).name}{CHANGELOG_SUFFIX}"
             DeltaTable.create(
@@ -109,20 +110,13 @@ class Storage:
         readers ignore them, and a repeated call adds only what is still missing."""
         from deltalake import Schema
 
-        fields = Schema.from_arrow(self._arrow_schema(added)).fields
+        fields = Schema.from_arrow(arrow_schema(self.spark, added)).fields
         for path in (self.changelog_path, self.path):
             table = arbiter.open_table(path)
             existing = set(table.schema().to_arrow().names)
             missing = [f for f in fields if f.name not in existing]
             if missing:
                 table.alter.add_columns(missing)
-
-    def _arrow_schema(self, of: list[Column] | tuple[Column, ...], key: tuple[str, ...] = ()) -> Any:
-        """The Arrow schema of `of` as Spark types it (key columns NOT NULL)."""
-        from pyspark.sql.pandas.types import to_arrow_schema
-
-        ddl = ", ".join(c.ddl if c.name not in key else f"{quote(c.name)} {c.type} NOT NULL" for c in of)
-        return to_arrow_schema(self.spark.createDataFrame([], ddl).schema)
 
     # ----------------------------------------------------------------------------- rows
     @property

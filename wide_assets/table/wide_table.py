@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from wide_assets.ddl import parse_create_table
 from wide_assets.errors import InvalidOptionError, TableStateError
+from wide_assets.frames import spark_frame
 from wide_assets.locking import exclusive
 from wide_assets.schema import Column
 from wide_assets.spec import TableSpec
@@ -32,6 +33,7 @@ from wide_assets.table.storage import Storage, check_path, stored_spec
 
 if TYPE_CHECKING:
     from wide_assets.export import Encoding
+    from wide_assets.frames import Rows
 
 log = logging.getLogger(__name__)
 
@@ -130,13 +132,14 @@ class WideTable:
         """The changelog (+I, -U/+U, -D; changed rows only) from one Delta version to another (default now)."""
         return self._reader.diff(from_version, to_version)
 
-    def lookup(self, keys: DataFrame) -> DataFrame:
-        """The rows of the given primary keys (a DataFrame of the key columns); absent keys give no row."""
-        return self._reader.lookup(keys)
+    def lookup(self, keys: Rows) -> DataFrame:
+        """The rows of the given primary keys (rows of the key columns: Spark, pandas or Arrow); absent
+        keys give no row."""
+        return self._reader.lookup(self._frame(keys, "lookup keys"))
 
-    def prefix_lookup(self, prefixes: DataFrame) -> DataFrame:
+    def prefix_lookup(self, prefixes: Rows) -> DataFrame:
         """The rows whose leading key columns equal one of `prefixes` (a prefix of the primary key)."""
-        return self._reader.prefix_lookup(prefixes)
+        return self._reader.prefix_lookup(self._frame(prefixes, "lookup prefixes"))
 
     # ----------------------------------------------------------------------------- metadata (no Spark)
     @property
@@ -165,14 +168,16 @@ class WideTable:
     # ----------------------------------------------------------------------------- writing
     def write(
         self,
-        changes: DataFrame,
+        changes: Rows,
         target_columns: Sequence[str] | None = None,
         *,
         txn: Txn | tuple[str, int] | tuple[str, int, int | None] | None = None,
     ) -> WriteResult:
-        """Merge `changes` into the table and its changelog as one commit; see `wide_assets.table.protocol`."""
+        """Merge `changes` (a Spark DataFrame, a pandas DataFrame or a pyarrow Table) into the table and
+        its changelog as one commit; see `wide_assets.table.protocol`."""
+        frame = self._frame(changes, "changes")
         with self._locked():
-            return protocol.write(self._storage, changes, target_columns, Txn(*txn) if txn else None)
+            return protocol.write(self._storage, frame, target_columns, Txn(*txn) if txn else None)
 
     def recover(self) -> bool:
         """Finish a commit whose MERGE did not land (after a crash); True if one was applied."""
@@ -219,6 +224,9 @@ class WideTable:
         """Delete files no version within the retention (never below Delta's, 7 days) needs."""
         with self._locked():
             return maintenance.vacuum(self._storage, retention_hours, dry_run)
+
+    def _frame(self, rows: Rows, what: str) -> DataFrame:
+        return spark_frame(self._storage.spark, rows, self.spec.columns, what)
 
     def _locked(self) -> contextlib.AbstractContextManager[None]:
         """One writer at a time on this machine's disk (fewer conflicts to retry; not the guarantee)."""

@@ -1,0 +1,102 @@
+"""Rows handed to the public API (a Spark DataFrame, a pandas DataFrame or a pyarrow Table) as a Spark
+DataFrame, and the Arrow schema of table columns as Spark types them.
+
+pandas and Arrow rows go to Spark as one Arrow table: pyspark 4.0's own pandas path
+(`createDataFrame(pandas_df)`) fails on pandas 3 frames whose columns are chunked Arrow arrays
+(`pd.concat`, multi-row-group `read_parquet`, `read_csv(engine="pyarrow")`), and the Arrow path takes
+any number of chunks. A column that names a table column takes that column's type where Arrow converts
+every value exactly (pandas 3's `str`, nullable `Int64`, integral floats from a column with NaN,
+dictionaries); otherwise it keeps its own type (unsigned integers widened to one Spark has) and the
+write's validation names the values that do not fit, as it does for a Spark DataFrame.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from pyspark.sql import DataFrame, SparkSession
+
+from wide_assets.errors import InvalidInputError, first_line
+from wide_assets.schema import Column
+from wide_assets.sql import quote
+
+if TYPE_CHECKING:
+    import pandas
+    import pyarrow
+
+    Rows: TypeAlias = DataFrame | pandas.DataFrame | pyarrow.Table
+
+__all__ = ["arrow_schema", "spark_frame"]
+
+ACCEPTED = "a Spark DataFrame, a pandas DataFrame or a pyarrow Table (or RecordBatch)"
+
+
+def arrow_schema(spark: SparkSession, columns: Sequence[Column], key: Sequence[str] = ()) -> Any:
+    """The Arrow schema of `columns` as Spark types them (`key` columns NOT NULL)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    ddl = ", ".join(c.ddl if c.name not in key else f"{quote(c.name)} {c.type} NOT NULL" for c in columns)
+    return to_arrow_schema(spark.createDataFrame([], ddl).schema)
+
+
+def spark_frame(spark: SparkSession, rows: Rows, columns: Sequence[Column], what: str) -> DataFrame:
+    """`rows` as a Spark DataFrame on `spark`; pandas and Arrow columns named like one of `columns` take
+    its type where that is exact (see the module doc). `what` names the rows in errors."""
+    if isinstance(rows, DataFrame):
+        return rows
+    table = _arrow_table(rows, what)
+    wanted = {
+        f.name: f.type for f in arrow_schema(spark, [c for c in columns if c.name in table.column_names])
+    }
+    converted = [_converted(table[name], wanted.get(name)) for name in table.column_names]
+    import pyarrow as pa
+
+    # Built anew, without the pandas metadata (index, dtypes) that describes the columns as they were.
+    table = pa.table(converted, names=table.column_names)
+    try:
+        return spark.createDataFrame(table)
+    except Exception as error:  # a type Spark has no counterpart for, e.g. uint64
+        raise InvalidInputError(f"The {what} cannot be converted to Spark: {first_line(error)}") from error
+
+
+def _arrow_table(rows: Any, what: str) -> Any:
+    import pyarrow as pa
+
+    if isinstance(rows, pa.Table):
+        return rows
+    if isinstance(rows, pa.RecordBatch):
+        return pa.Table.from_batches([rows])
+    import pandas as pd
+
+    if not isinstance(rows, pd.DataFrame):
+        raise InvalidInputError(
+            f"The {what} must be {ACCEPTED}, not {type(rows).__module__}.{type(rows).__name__}."
+        )
+    if not rows.columns.is_unique:
+        duplicated = sorted({str(c) for c in rows.columns[rows.columns.duplicated()]})
+        raise InvalidInputError(f"The {what} have duplicate column names {duplicated}.")
+    # A named index holds columns (e.g. after set_index("k")); an unnamed one is only row positions.
+    keep_index = any(name is not None for name in rows.index.names)
+    try:
+        return pa.Table.from_pandas(rows, preserve_index=keep_index)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as error:
+        raise InvalidInputError(f"The {what} cannot be converted to Arrow: {first_line(error)}") from error
+
+
+def _converted(column: Any, wanted: Any) -> Any:
+    """`column` as type `wanted` when Arrow converts every value exactly; else as it is, in a type Spark
+    has (unsigned integers widened to signed ones, or to DECIMAL(20, 0))."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(column.type):
+        column = column.cast(column.type.value_type)
+    if wanted is not None and column.type != wanted:
+        try:
+            return column.cast(wanted)  # safe: fails on overflow, truncation or an unparsable value
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            pass
+    if pa.types.is_unsigned_integer(column.type):
+        signed = {8: pa.int16(), 16: pa.int32(), 32: pa.int64(), 64: pa.decimal128(20, 0)}
+        return column.cast(signed[column.type.bit_width])
+    return column
