@@ -119,9 +119,8 @@ COMPACTOR = textwrap.dedent(
 @pytest.mark.parametrize(
     ("options", "point", "kinds"),
     [
-        # The re-run compacts both commits at once: one transition per key.
-        (PAIMON, "after-compaction-merge", ["+I", "+I"]),
         # The resolution logged commit 1's changelog before the crash; commit 2 updates key 1.
+        (PAIMON, "after-compaction-merge", ["+I", "+I", "+U", "-U"]),
         (LOOKUP_FREE, "after-resolution", ["+I", "+I", "+U", "-U"]),
         (LOOKUP_FREE, "after-compaction-merge", ["+I", "+I", "+U", "-U"]),
     ],

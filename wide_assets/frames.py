@@ -19,7 +19,6 @@ from pyspark.sql import DataFrame, SparkSession
 
 from wide_assets.errors import InvalidInputError, first_line
 from wide_assets.schema import Column
-from wide_assets.sql import quote
 
 if TYPE_CHECKING:
     import pandas
@@ -32,11 +31,11 @@ __all__ = ["arrow_schema", "spark_frame"]
 ACCEPTED = "a Spark DataFrame, a pandas DataFrame or a pyarrow Table (or RecordBatch)"
 
 
-def arrow_schema(spark: SparkSession, columns: Sequence[Column], key: Sequence[str] = ()) -> Any:
-    """The Arrow schema of `columns` as Spark types them (`key` columns NOT NULL)."""
+def arrow_schema(spark: SparkSession, columns: Sequence[Column]) -> Any:
+    """The Arrow schema of `columns` as Spark types them."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    ddl = ", ".join(c.ddl if c.name not in key else f"{quote(c.name)} {c.type} NOT NULL" for c in columns)
+    ddl = ", ".join(c.ddl for c in columns)
     return to_arrow_schema(spark.createDataFrame([], ddl).schema)
 
 

@@ -73,7 +73,11 @@ class Storage:
         import pyarrow as pa
         from deltalake import DeltaTable
 
-        schema = arrow_schema(self.spark, self.spec.columns, key=self.spec.primary_key)
+        # Every column is stored nullable: delta-rs's MERGE writes files whose columns are all nullable,
+        # and Sail 0.7.2 refuses to read those into a NOT NULL table column. A write's validation
+        # enforces the key and the NOT NULL columns instead.
+        declared = arrow_schema(self.spark, self.spec.columns)
+        schema = pa.schema([field.with_nullable(True) for field in declared])
         if not arbiter.exists(self.changelog_path):
             name = f"{Path(self.path).name}{CHANGELOG_SUFFIX}"
             DeltaTable.create(
