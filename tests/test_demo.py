@@ -78,8 +78,8 @@ class Seed:
     snapshot: frozenset[Row]
 
 
-@pytest.fixture(scope="module")
-def seed() -> Seed:
+def load_seed() -> Seed:
+    """The seed document's changelog stages and final snapshot."""
     lines = SEED.read_text(encoding="utf-8").splitlines()
     step6 = next(i for i, line in enumerate(lines) if line.startswith("Step 6:"))
     step8 = next(i for i, line in enumerate(lines) if line.startswith("Step 8:"))
@@ -97,6 +97,11 @@ def seed() -> Seed:
     rows = frozenset(_typed(snapshot.header, r) for r in snapshot.rows)
     assert len(stages) == len(SPEC.sources) and len(rows) == len(snapshot.rows) > 0
     return Seed(tuple(stages), rows)
+
+
+@pytest.fixture(scope="module")
+def seed() -> Seed:
+    return load_seed()
 
 
 def _by_key(entries: Sequence[Entry]) -> dict[Row, list[Entry]]:
@@ -133,13 +138,14 @@ class Deployment:
         return WideTable.open(self.resources["spark"].spark, self.path(SPEC.name))
 
 
-def _deploy(spark: Any, root: Path) -> Deployment:
+def _deploy(spark: Any, root: Path, lake: str | None = None) -> Deployment:
+    """The demo with its landing zone under `root` and its lake in `lake` (default `root/lake`)."""
     landing = root / "landing"
     shutil.copytree(ROOT / "data", landing)
     # SparkEngine(engine="sail") resolves to the same cached session as the `spark` fixture.
     resources = {
         "spark": SparkEngine(engine="sail"),
-        "lake": LakeSettings(root=str(root / "lake")),
+        "lake": LakeSettings(root=lake or str(root / "lake")),
         "landing": LandingZone(root=str(landing)),
     }
     deployment = Deployment(resources, landing, dg.DagsterInstance.ephemeral())
