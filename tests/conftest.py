@@ -1,4 +1,5 @@
-"""Shared Spark fixtures: embedded Sail, classic JVM Spark, and a parametrized pair of both."""
+"""Shared fixtures: the Spark engines (Sail or a Connect server, classic JVM Spark, a parametrized pair)
+and a local S3 server."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from engine import ENGINE
+from servers import S3Endpoint, patched_environ, seaweedfs
 
 from wide_assets.session import EngineSettings, activate, get_spark, stop_spark
 
-SAIL = EngineSettings(engine="sail")
 # No delta-spark: its jars come from Maven at JVM start, and these tests only need DataFrames.
 JVM = EngineSettings(engine="classic", master="local[2]", with_delta=False)
 
@@ -33,8 +35,8 @@ def _engines(request: pytest.FixtureRequest) -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 def spark() -> Any:
-    """Embedded Sail session (Spark Connect client)."""
-    return get_spark(SAIL)
+    """Embedded Sail session, or one on the server WIDE_ASSETS_SPARK_REMOTE names (Spark Connect client)."""
+    return get_spark(ENGINE)
 
 
 @pytest.fixture(scope="session")
@@ -70,3 +72,11 @@ def tmp_lake(tmp_path: Path) -> Path:
     lake = tmp_path / "lake"
     lake.mkdir()
     return lake
+
+
+@pytest.fixture(scope="session")
+def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Endpoint]:
+    """A SeaweedFS S3 server with an empty bucket; its AWS_* variables are set in this process (and
+    so in the children it starts) for the rest of the session: Sail and delta-rs read them there."""
+    with seaweedfs(tmp_path_factory.mktemp("s3")) as endpoint, patched_environ(endpoint.env):
+        yield endpoint

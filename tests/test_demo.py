@@ -138,13 +138,14 @@ class Deployment:
         return WideTable.open(self.resources["spark"].spark, self.path(SPEC.name))
 
 
-def _deploy(spark: Any, root: Path) -> Deployment:
+def _deploy(spark: Any, root: Path, lake: str | None = None) -> Deployment:
+    """The demo with its landing zone under `root` and its lake in `lake` (default `root/lake`)."""
     landing = root / "landing"
     shutil.copytree(ROOT / "data", landing)
     # SparkEngine(engine="sail") resolves to the same cached session as the `spark` fixture.
     resources = {
         "spark": SparkEngine(engine="sail"),
-        "lake": LakeSettings(root=str(root / "lake")),
+        "lake": LakeSettings(root=lake or str(root / "lake")),
         "landing": LandingZone(root=str(landing)),
     }
     deployment = Deployment(resources, landing, dg.DagsterInstance.ephemeral())

@@ -34,6 +34,9 @@ BATCHES = [
     [[1, None, 3, 2, "+I"], [2, "b2", -5, 2, "+U"], [3, "c", 7, 1, "-U"], [4, "d", 1, 1, "+I"]],
     [[4, None, 2, 2, "+I"], [1, "a3", 100, 3, "+I"]],
 ]
+# By hand from BATCHES: k1 10+3+100; k2 5 + (-5); k3 7 retracted by -U(7), and retracting the
+# non-NULL name of last_non_null_value clears it (docs/semantics.md 1.6); k4 1+2 with the newer name kept.
+EXPECTED_ROWS = [(1, "a3", 113, 3), (2, "b2", 0, 2), (3, None, 0, 1), (4, "d", 3, 2)]
 CRASH_POINTS = ["before-changelog-commit", "after-changelog-commit", "after-table-commit"]
 
 WRITER = textwrap.dedent(
@@ -52,7 +55,7 @@ def write(spark: Any, table: WideTable, batch_number: int) -> Any:
     return table.write(spark.createDataFrame(rows, DDL), txn=("test", batch_number + 1))
 
 
-def write_in_killed_process(path: Path, batch_number: int, crash_point: str) -> None:
+def write_in_killed_process(path: str | Path, batch_number: int, crash_point: str) -> None:
     env = {**os.environ, CRASH_POINT: crash_point}
     args = [
         sys.executable,
@@ -73,33 +76,40 @@ def snapshot(table: WideTable) -> tuple[list[Any], list[Any]]:
     return rows, changelog
 
 
-@pytest.fixture(scope="module")
-def clean_run(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Any], list[Any]]:
-    table = WideTable.create(spark, tmp_path_factory.mktemp("clean") / "t", COLUMNS, ["k"], OPTIONS)
+def clean_run_at(spark: Any, path: str | Path) -> tuple[list[Any], list[Any]]:
+    """Every batch written once, without faults, into a new table at `path`."""
+    table = WideTable.create(spark, path, COLUMNS, ["k"], OPTIONS)
     for batch_number in range(len(BATCHES)):
         write(spark, table, batch_number)
     return snapshot(table)
 
 
-def test_clean_run_is_the_hand_computed_table(clean_run: tuple[list[Any], list[Any]]) -> None:
-    rows, _ = clean_run
-    # By hand from BATCHES: k1 10+3+100; k2 5 + (-5); k3 7 retracted by -U(7), and retracting the
-    # non-NULL name of last_non_null_value clears it (docs/semantics.md 1.6); k4 1+2 with the newer name kept.
-    assert rows == [(1, "a3", 113, 3), (2, "b2", 0, 2), (3, None, 0, 1), (4, "d", 3, 2)]
-
-
-@pytest.mark.parametrize("crash_point", CRASH_POINTS)
-def test_killed_write_then_rerun_equals_clean_run(
-    spark: Any, tmp_path: Path, crash_point: str, clean_run: tuple[list[Any], list[Any]]
-) -> None:
-    path = tmp_path / "t"
+def killed_then_rerun_at(spark: Any, path: str | Path, crash_point: str) -> tuple[list[Any], list[Any]]:
+    """Batch 1's writer killed at `crash_point` and re-run, between clean writes of batches 0 and 2."""
     table = WideTable.create(spark, path, COLUMNS, ["k"], OPTIONS)
     write(spark, table, 0)
     write_in_killed_process(path, 1, crash_point)
     result = write(spark, WideTable.open(spark, path), 1)
     assert result.skipped == (crash_point != "before-changelog-commit")
     write(spark, table, 2)
-    assert snapshot(table) == clean_run
+    return snapshot(table)
+
+
+@pytest.fixture(scope="module")
+def clean_run(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Any], list[Any]]:
+    return clean_run_at(spark, tmp_path_factory.mktemp("clean") / "t")
+
+
+def test_clean_run_is_the_hand_computed_table(clean_run: tuple[list[Any], list[Any]]) -> None:
+    rows, _ = clean_run
+    assert rows == EXPECTED_ROWS
+
+
+@pytest.mark.parametrize("crash_point", CRASH_POINTS)
+def test_killed_write_then_rerun_equals_clean_run(
+    spark: Any, tmp_path: Path, crash_point: str, clean_run: tuple[list[Any], list[Any]]
+) -> None:
+    assert killed_then_rerun_at(spark, tmp_path / "t", crash_point) == clean_run
 
 
 def test_recover_finishes_a_logged_commit_without_a_new_write(spark: Any, tmp_path: Path) -> None:

@@ -21,12 +21,13 @@ from typing import Any
 
 import dagster as dg
 import pytest
+from engine import spark_resource
 
 from bench.product_360_oracle import SOURCES, oracle, records, table_rows
 from demos import product_360
 from demos.generate import generate
 from demos.product_360 import PRODUCT_360
-from resources import LakeSettings, SparkEngine
+from resources import LakeSettings
 from wide_assets.pipelines import LandingZone, asset_key, lake_name
 from wide_assets.pipelines.checks import freshness_check, landed_at
 from wide_assets.pipelines.ingest import quarantine_path
@@ -49,7 +50,7 @@ class Pipeline:
     @property
     def resources(self) -> dict[str, Any]:
         return {
-            "spark": SparkEngine(engine="sail"),
+            "spark": spark_resource(),
             "lake": LakeSettings(root=str(self.lake)),
             "landing": LandingZone(root=str(self.landing)),
         }
@@ -240,13 +241,14 @@ def test_too_many_malformed_records_fail_the_run_and_ingest_nothing(spark: Any, 
 CRASHING_RUN = """
 import dagster as dg
 from bench.product_360_oracle import SOURCES, oracle, records, table_rows
-from resources import LakeSettings, SparkEngine
+from engine import spark_resource
+from resources import LakeSettings
 from demos import product_360
 from wide_assets.pipelines import LandingZone
 dg.materialize(
     product_360.defs.assets,
     selection=[dg.AssetKey(["product_360", "pricing"])],
-    resources={{"spark": SparkEngine(engine="sail"), "lake": LakeSettings(root={lake!r}),
+    resources={{"spark": spark_resource(), "lake": LakeSettings(root={lake!r}),
                "landing": LandingZone(root={landing!r})}},
 )
 """
@@ -260,7 +262,8 @@ def _source_state(spark: Any, pipeline: Pipeline, source: str) -> tuple[list[Any
 def test_ingest_killed_before_its_commit_then_rerun_equals_one_clean_run(spark: Any, tmp_path: Path) -> None:
     crashed = _pipeline(tmp_path / "crashed", ROOT / "data" / "landing")
     script = textwrap.dedent(CRASHING_RUN.format(lake=str(crashed.lake), landing=str(crashed.landing)))
-    env = {**os.environ, "WIDE_ASSETS_CRASH_AT": "ingest_before_commit", "PYTHONPATH": str(ROOT)}
+    pythonpath = os.pathsep.join([str(ROOT), str(ROOT / "tests")])  # the project and `engine`
+    env = {**os.environ, "WIDE_ASSETS_CRASH_AT": "ingest_before_commit", "PYTHONPATH": pythonpath}
     process = subprocess.run(
         [sys.executable, "-c", script], env=env, cwd=ROOT, capture_output=True, timeout=300
     )

@@ -1,0 +1,87 @@
+"""The conformance cases and the product_360 pipeline on Sail's distributed runner and over a separate
+Spark Connect server: the same test modules, run by a child pytest whose environment picks the engine,
+exactly as a deployment would set it.
+
+- local-cluster: the embedded engine with `SAIL_MODE=local-cluster` and two workers (driver and
+  workers talk over RPC, so every shuffle crosses a worker boundary);
+- connect: `WIDE_ASSETS_ENGINE=connect` against `sail spark server`, a process of its own, so
+  every DataFrame, SQL text and Python value crosses the Spark Connect wire.
+
+Each child must pass every test it collects; the engine logs show that it ran where it was sent.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+import pytest
+from servers import sail_server
+
+pytestmark = [pytest.mark.distributed, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[1]
+MODULES = ("tests/test_conformance.py", "tests/test_product_360.py")
+WORKERS = 2
+CHILD_TIMEOUT_S = 1800
+# A child is a pytest session of its own: not an xdist worker, not inside the parent's current test.
+PARENT_ONLY = (
+    "PYTEST_XDIST_WORKER",
+    "PYTEST_XDIST_WORKER_COUNT",
+    "PYTEST_XDIST_TESTRUNUID",
+    "PYTEST_CURRENT_TEST",
+)
+
+
+def run_modules(tmp_path: Path, env: dict[str, str]) -> str:
+    """Run MODULES in a child pytest with `env` over this environment (its output kept in
+    `tmp_path/child.log`); return that output after checking that every collected test passed."""
+    report = tmp_path / "junit.xml"
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        *MODULES,
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        # Uncaptured, so the engine's own log lines reach this test's checks.
+        "-s",
+        f"--basetemp={tmp_path / 'basetemp'}",
+        f"--junitxml={report}",
+    ]
+    child_env = {k: v for k, v in os.environ.items() if k not in PARENT_ONLY} | env
+    done = subprocess.run(
+        command, cwd=ROOT, env=child_env, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S
+    )
+    output = done.stdout + done.stderr
+    (tmp_path / "child.log").write_text(output, encoding="utf-8")
+    assert done.returncode == 0, output[-8000:]
+    suite = ElementTree.parse(report).getroot().find("testsuite")
+    assert suite is not None, output[-2000:]
+    counts = {key: int(suite.get(key, "0")) for key in ("tests", "failures", "errors", "skipped")}
+    assert counts["tests"] > 0 and counts["failures"] == counts["errors"] == counts["skipped"] == 0, counts
+    return output
+
+
+def test_modules_on_local_cluster_with_two_workers(tmp_path: Path) -> None:
+    env = {
+        "SAIL_MODE": "local-cluster",
+        "SAIL_CLUSTER__WORKER_INITIAL_COUNT": str(WORKERS),
+        # The worker pool logs each worker it starts at INFO.
+        "RUST_LOG": "warn,sail_execution::driver::worker_pool=info",
+    }
+    output = run_modules(tmp_path, env)
+    assert f"starting worker {WORKERS}" in output
+
+
+def test_modules_over_a_separate_spark_connect_server(tmp_path: Path) -> None:
+    # The session manager logs each Connect session it creates at INFO.
+    server_env = {"RUST_LOG": "warn,sail_session::session_manager=info"}
+    with sail_server(tmp_path, server_env) as server:
+        env = {"WIDE_ASSETS_ENGINE": "connect", "WIDE_ASSETS_SPARK_REMOTE": server.remote}
+        run_modules(tmp_path, env)
+        assert "creating session" in server.log.read_text(errors="replace")
