@@ -108,6 +108,11 @@ class MergeOptions:
         )
 
     @property
+    def produces_changelog(self) -> bool:
+        """Whether the table has a changelog to read: every Fluss table, a Paimon table with a producer."""
+        return self.dialect == "fluss" or self.changelog_producer != "none"
+
+    @property
     def changelog_at_compaction(self) -> bool:
         """Whether the changelog is produced when commits are folded together rather than per commit:
         Paimon's lookup/full-compaction producers on a write-only table (at its compaction), and the
@@ -216,14 +221,22 @@ def _known(key: str, dialect: Dialect) -> bool:
     return _is_fluss_key(key) if dialect == "fluss" else _is_paimon_key(key)
 
 
-def warn_unknown(options: Mapping[str, str], dialect: Dialect) -> None:
-    # Paimon and Fluss accept options they do not interpret; so do we, but say so, because a typo
-    # in an option name otherwise silently selects the default behaviour.
+def unknown_options(options: Mapping[str, str], dialect: Dialect) -> list[str]:
+    """One sentence per option that means nothing to `dialect`'s merge semantics, naming the closest
+    option that does (a typo in an option name otherwise silently selects the default behaviour)."""
+    problems = []
     for key in options:
         if not _known(key, dialect):
             close = difflib.get_close_matches(key, [*NEUTRAL_OPTIONS, *_EXAMPLE_KEYS[dialect]], n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
-            log.warning("Option '%s' has no effect on %s merge semantics%s", key, dialect, hint)
+            problems.append(f"Option '{key}' has no effect on {dialect} merge semantics{hint}")
+    return problems
+
+
+def warn_unknown(options: Mapping[str, str], dialect: Dialect) -> None:
+    # Paimon and Fluss accept options they do not interpret; so does `WideTable.create`, but says so.
+    for problem in unknown_options(options, dialect):
+        log.warning(problem)
 
 
 _EXAMPLE_KEYS: dict[Dialect, tuple[str, ...]] = {

@@ -46,7 +46,7 @@ class Reader:
         """`_row_kind`, the table's columns, `_commit`, `_offset` of the commits in [start, end]."""
         storage = self.storage
         merge = storage.spec.merge
-        if merge.dialect == "paimon" and merge.changelog_producer == "none":
+        if not merge.produces_changelog:
             raise InvalidOptionError(
                 f"Table {storage.path} has changelog-producer 'none'; create it with 'changelog-producer' = "
                 "'input', 'lookup' or 'full-compaction' to read a changelog."
