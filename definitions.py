@@ -19,15 +19,19 @@ from wide_assets.pipelines import LandingZone
 PROJECT_ROOT = Path(__file__).resolve().parent
 DECLARATIONS = dg.ComponentTree.for_project(PROJECT_ROOT)
 
-with warnings.catch_warnings():
-    # Dagster's component loader calls its own beta and preview APIs (code references, sensor
-    # owners); those warnings, raised inside Dagster, say nothing about this project.
-    for category in (dg.BetaWarning, dg.PreviewWarning):
-        warnings.filterwarnings("ignore", category=category, module=r"dagster\.")
-    declared = DECLARATIONS.build_defs()
+
+def _declared() -> dg.Definitions:
+    """Everything the declarations build (a function: a code location holds one Definitions object)."""
+    with warnings.catch_warnings():
+        # Dagster's component loader calls its own beta and preview APIs (code references, sensor
+        # owners); those warnings, raised inside Dagster, say nothing about this project.
+        for category in (dg.BetaWarning, dg.PreviewWarning):
+            warnings.filterwarnings("ignore", category=category, module=r"dagster\.")
+        return DECLARATIONS.build_defs()
+
 
 defs = dg.Definitions.merge(
-    declared,
+    _declared(),
     dg.Definitions(
         resources={**resources_for_env(), "landing": LandingZone(root=str(PROJECT_ROOT / "data"))}
     ),
