@@ -29,7 +29,7 @@ $(VENV_STAMP): pyproject.toml
 
 $(VENV): $(VENV_STAMP)
 
-venv: $(VENV_STAMP)
+venv: $(VENV_STAMP) $(DAGSTER_HOME)/dagster.yaml
 
 $(DAGSTER_HOME)/dagster.yaml:
 	@mkdir -p $(DAGSTER_HOME)
