@@ -8,7 +8,7 @@ starts Spark when the definitions load; everything that can be wrong in a declar
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Annotated, Literal
+from typing import Annotated
 
 import dagster as dg
 from pydantic import Field
@@ -23,6 +23,7 @@ from wide_assets.component.declaration import (
 )
 from wide_assets.component.scaffold import WideTableScaffolder
 from wide_assets.pipelines import WideTableSpec, wide_table_defs
+from wide_assets.pipelines.assets import SensorScope
 
 __all__ = ["WideTableComponent"]
 
@@ -115,9 +116,7 @@ class WideTableComponent(dg.Component, dg.Resolvable, dg.Model):
                 raise ValueError(f"table {spec.name}: z_order columns {unknown} are not among its columns.")
         health = self.checks.source_health
         export = (compaction or CompactionDeclaration.model_validate({})).export
-        sensor: Literal["table", "per-source"] | None = (
-            None if self.automation.sensor == "none" else self.automation.sensor
-        )
+        sensor: SensorScope | None = None if self.automation.sensor == "none" else self.automation.sensor
         return wide_table_defs(
             spec,
             key_check=self.checks.primary_key,
