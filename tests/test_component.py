@@ -231,6 +231,13 @@ BAD = {
         lambda d: _source(d, 1).update(aggregates={"points": "sum(points)"}),
         "source loyalty: aggregates are over the rows of a source keyed apart from the table",
     ),
+    "convergence of an aggregation table": (
+        lambda d: _table(d).update(
+            options={"merge-engine": "aggregation", "fields.points.aggregate-function": "sum"}
+        ),
+        "table my_table: no convergence check can be generated: its merge engine folds every record "
+        "with aggregate functions",
+    ),
     "bad cron": (
         lambda d: d["attributes"]["automation"].update(schedule="every hour"),
         "every hour",
@@ -438,6 +445,31 @@ def test_convergence_fails_when_the_options_do_not_mean_what_the_declaration_say
     else:
         assert not result.success and not convergence.passed and name == "A. King"
         assert convergence.metadata["differing_keys_by_column"].value == {"name": 1, "profile_ts": 1}
+
+
+@pytest.mark.parametrize("options_ignore_deletes", [True, False])
+def test_declared_ignored_deletes_converge_only_where_the_options_ignore_them(
+    spark: Any, sandbox: DefsFolderSandbox, tmp_path: Path, options_ignore_deletes: bool
+) -> None:
+    path, doc = scaffold(sandbox)
+    _source(doc, 1)["deletes"] = "ignore"
+    if options_ignore_deletes:
+        # Every delete of the table: Paimon refuses ignore-delete beside remove-record-on-sequence-group.
+        options = _table(doc)["options"]
+        del options["partial-update.remove-record-on-sequence-group"]
+        options["ignore-delete"] = True
+        _source(doc, 0)["deletes"] = "ignore"
+    deployment = lake(spark, sandbox, build(sandbox, path, doc), tmp_path)
+    result = deployment.run()
+    convergence = evaluations(result)["converges_to_source_join"]
+    c2 = {r[0]: r for r in deployment.rows(spark, "my_table/my_table")}["c2"]
+    if options_ignore_deletes:
+        # By hand: c2's loyalty delete is ignored, its balance and time stay.
+        assert result.success and convergence.passed
+        assert c2 == ("c2", "Grace", ts("2025-01-05 09:01:00"), 5, ts("2025-01-05 09:31:00"))
+    else:
+        assert not convergence.passed and c2[3] is None
+        assert convergence.metadata["differing_keys_by_column"].value == {"points": 1, "points_ts": 1}
 
 
 ACCOUNTS = """\
