@@ -18,6 +18,10 @@ VENV_STAMP := $(VENV)/.installed-python$(PYTHON_VERSION)
 
 # Project-local Dagster instance (sqlite), so runs never touch ~/.dagster or a shared instance.
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
+# As if .venv were activated: `dg` runs the project's code in the active environment and warns when
+# it is not the project's .venv.
+export VIRTUAL_ENV := $(CURDIR)/$(VENV)
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # Classic Spark workers must run the same interpreter (and packages) as the driver.
 export PYSPARK_PYTHON := $(VENV_PY)
 export PYSPARK_DRIVER_PYTHON := $(VENV_PY)
@@ -40,7 +44,7 @@ $(VENV)/bin/python: ;
 
 $(VENV): $(VENV_STAMP)
 
-venv: $(VENV_STAMP)
+venv: $(VENV_STAMP) $(DAGSTER_HOME)/dagster.yaml
 
 $(DAGSTER_HOME)/dagster.yaml:
 	@mkdir -p $(DAGSTER_HOME)
@@ -62,16 +66,17 @@ demo: $(VENV_STAMP) $(DAGSTER_HOME)/dagster.yaml
 # fixtures build a deployment once); each worker starts its own engine session.
 TEST_WORKERS ?= 2
 
+# `dg check defs`: every defs.yaml against its component's schema, then the code location loads.
 test: $(VENV_STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile
-	$(VENV)/bin/dagster definitions validate -w workspace.yaml
+	$(VENV)/bin/dg check defs
 
 # The unit tier: no engine, no Delta table written by Spark; seconds.
 unit: $(VENV_STAMP)
 	$(VENV)/bin/python -m pytest tests/unit
 
 dev: $(VENV_STAMP) $(DAGSTER_HOME)/dagster.yaml
-	$(VENV)/bin/dagster dev -w workspace.yaml -h 127.0.0.1
+	$(VENV)/bin/dg dev --host 127.0.0.1
 
 lint: $(VENV_STAMP)
 	$(VENV)/bin/ruff check .

@@ -16,11 +16,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from demos import product_360
+from demos import declared, declared_defs
 from wide_assets.errors import WideTableError
 from wide_assets.pipelines import LandingZone, SourceSpec
 from wide_assets.pipelines.ingest import ingest, landed_files, quarantine_path
 from wide_assets.table import WideTable
+from wide_assets_defs.product_360.component import ORDERS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -241,9 +242,7 @@ def _landing(root: Path, source: str, cases: list[Case]) -> tuple[dict[Place, Ca
 
 
 def _spec(source: str) -> SourceSpec:
-    spec = {"pricing": product_360.PRICING, "questions": product_360.QUESTIONS, "orders": product_360.ORDERS}[
-        source
-    ]
+    spec = ORDERS if source == "orders" else declared("product_360").spec.source(source)
     return replace(spec, max_bad_records=10_000)
 
 
@@ -255,7 +254,7 @@ def _drift_reported(source: str, case: Case, work: Path) -> bool:
     (folder / "drift.jsonl").write_bytes(case.line + b"\n")
     check = next(
         c
-        for c in product_360.defs.asset_checks
+        for c in declared_defs("product_360").asset_checks
         if any(k.name == f"{source}_schema_drift" for k in c.check_keys)
     )
     result = check(landing=LandingZone(root=str(root)))
@@ -270,7 +269,7 @@ def _ingest_corpus(spark: SparkSession, work: Path, source: str) -> tuple[list[H
     placed, good = _landing(work / source, source, cases)
     spec = _spec(source)
     path = str(work / "lake" / source)
-    result = ingest(spark, spec, landed_files(work / source, spec.files), path)
+    result = ingest(spark, spec, landed_files(work / source, spec), path)
     quarantined = {
         (r._source_file, r._source_line): r._reason
         for r in spark.read.format("delta").load(quarantine_path(path)).collect()

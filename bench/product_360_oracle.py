@@ -1,7 +1,7 @@
 """An independent oracle of product_360: the table recomputed in plain Python from the landed files.
 
 Per source the latest state by op time (arrival breaks ties), the delete rules of
-`demos.product_360`, joined on product_id. It shares no code with the pipeline (not even
+`wide_assets_defs/product_360/defs.yaml`, joined on product_id. It shares no code with the pipeline (not even
 the JSON parser), so the tests and `bench.reliability` can fail when the pipeline is wrong.
 """
 
@@ -13,10 +13,12 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from demos.product_360 import PRODUCT_360
+from demos import declared
 from wide_assets.table import WideTable
 
 __all__ = ["SOURCES", "Row", "oracle", "records", "table_rows"]
+
+PRODUCT_360 = declared("product_360").spec
 
 SOURCES = ("catalog", "pricing", "lifecycle", "reviews", "questions")
 TABLE_SOURCES = {

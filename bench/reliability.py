@@ -43,9 +43,8 @@ from typing import IO, TYPE_CHECKING, Any
 import dagster as dg
 
 from bench.product_360_oracle import SOURCES, Row, oracle, table_rows
-from demos import product_360
+from demos import declared, declared_defs
 from demos.generate import generate
-from demos.product_360 import PRODUCT_360
 from resources import LakeSettings, SparkEngine
 from wide_assets.errors import ConcurrentWriteError
 from wide_assets.faults import CRASH_POINT
@@ -73,6 +72,7 @@ __all__ = [
 ]
 
 ROOT = Path(__file__).resolve().parents[1]
+PRODUCT_360 = declared("product_360").spec
 JOBS = (f"{PRODUCT_360.name}_job", f"{PRODUCT_360.name}_compaction_job")
 # Console logging of the runs this process makes in-process; the child runs log at DEBUG (step starts).
 QUIET = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
@@ -103,9 +103,7 @@ def run_pipeline(landing: Path, lake: Path, run_config: dict[str, Any] | None = 
         "lake": LakeSettings(root=str(lake)),
         "landing": LandingZone(root=str(landing)),
     }
-    defs = dg.Definitions.merge(
-        product_360.WIDE, product_360.MAINTENANCE, dg.Definitions(resources=resources)
-    )
+    defs = dg.Definitions.merge(declared_defs("product_360"), dg.Definitions(resources=resources))
     succeeded = True
     with dg.DagsterInstance.ephemeral() as instance:
         for job in JOBS:

@@ -1,1 +1,30 @@
-"""The deployment's own demo pipelines (not part of the installable library): one module per wide table."""
+"""The demos' Python side: the tables declared in `wide_assets_defs/<table>/defs.yaml` loaded by name,
+the product_review_stats pipeline (which no declaration says), the landing-file generator and
+`python -m demos`. Not part of the installable library.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import dagster as dg
+
+    from wide_assets import WideTableComponent
+
+__all__ = ["declared", "declared_defs"]
+
+
+def declared(name: str) -> WideTableComponent:
+    """The component declared in `wide_assets_defs/<name>/defs.yaml` (its `.spec` is the table's spec)."""
+    from definitions import DECLARATIONS
+    from wide_assets import WideTableComponent
+
+    return DECLARATIONS.load_component(name, WideTableComponent)
+
+
+def declared_defs(name: str) -> dg.Definitions:
+    """What the declaration in `wide_assets_defs/<name>/` builds, without resources."""
+    from definitions import DECLARATIONS
+
+    return DECLARATIONS.build_defs(name)

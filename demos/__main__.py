@@ -1,8 +1,8 @@
 """`python -m demos`: run every demo job through Dagster and print what it built.
 
-Runs the jobs of the project's code location (`definitions.py`, so run it from the project root, as
-`make demo` does) against the local Dagster instance, on the bundled `data/` files, into the
-git-ignored `lake/`: the Fluss blog's `user_rec_wide`, then the first_row variant
+Runs the jobs of the project's code location (`definitions.py`, which loads the tables declared in
+`wide_assets_defs/`; so run it from the project root, as `make demo` does) against the local Dagster
+instance, on the bundled `data/` files, into the git-ignored `lake/`: the Fluss blog's `user_rec_wide`, then the first_row variant
 (`first_customer_touch`), the aggregation variant (`product_review_stats` and its averages) and
 `product_360`, five CDC sources (Debezium and Flink JSON under `data/landing/`) in one partial-update row.
 Running it again ingests and applies nothing new and prints the same. Exits non-zero when a
@@ -20,16 +20,15 @@ from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
-from demos.first_customer_touch import FIRST_CUSTOMER_TOUCH
-from demos.product_360 import ORDERS_ENRICHED, PRODUCT_360
+from demos import declared
 from demos.product_review_stats import (
     PRODUCT_REVIEW_AVERAGES,
     PRODUCT_REVIEW_STATS,
     REVIEWER_IDS,
     stats_with_reviewer_names,
 )
-from demos.user_rec_wide import USER_REC_WIDE
 from wide_assets.pipelines import LakeTableSpec, table_path
+from wide_assets_defs.product_360.component import orders_enriched_spec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -56,23 +55,28 @@ def _stats_rows(spark: SparkSession, table: WideTable, lake: Any) -> DataFrame:
     return stats_with_reviewer_names(spark, table.read(), ids)
 
 
-DEMOS: tuple[tuple[str, tuple[Shown, ...]], ...] = (
-    (f"{USER_REC_WIDE.name}_job", (Shown(USER_REC_WIDE, changelog=True),)),
-    (f"{FIRST_CUSTOMER_TOUCH.name}_job", (Shown(FIRST_CUSTOMER_TOUCH, changelog=True),)),
-    (
-        f"{PRODUCT_REVIEW_STATS.name}_job",
+def demos() -> tuple[tuple[str, tuple[Shown, ...]], ...]:
+    """(job, the tables to print after it) of every demo, in the order they run."""
+    user_rec_wide = declared("user_rec_wide").spec
+    first_customer_touch = declared("first_customer_touch").spec
+    product_360 = declared("product_360").spec
+    return (
+        (f"{user_rec_wide.name}_job", (Shown(user_rec_wide, changelog=True),)),
+        (f"{first_customer_touch.name}_job", (Shown(first_customer_touch, changelog=True),)),
         (
-            Shown(REVIEWER_IDS),
-            # The bitmap column printed raw is bytes; decoded, it is the reviewers' names.
-            Shown(PRODUCT_REVIEW_STATS, rows=_stats_rows),
-            Shown(PRODUCT_REVIEW_AVERAGES),
+            f"{PRODUCT_REVIEW_STATS.name}_job",
+            (
+                Shown(REVIEWER_IDS),
+                # The bitmap column printed raw is bytes; decoded, it is the reviewers' names.
+                Shown(PRODUCT_REVIEW_STATS, rows=_stats_rows),
+                Shown(PRODUCT_REVIEW_AVERAGES),
+            ),
         ),
-    ),
-    (f"{PRODUCT_360.name}_job", (Shown(PRODUCT_360),)),
-    # product_360 is write-only: its dedicated compaction job folds the writers' fragments in.
-    (f"{PRODUCT_360.name}_compaction_job", (Shown(PRODUCT_360, changelog=True),)),
-    ("product_360_serving_job", (Shown(ORDERS_ENRICHED),)),
-)
+        (f"{product_360.name}_job", (Shown(product_360),)),
+        # product_360 is write-only: its dedicated compaction job folds the writers' fragments in.
+        (f"{product_360.name}_compaction_job", (Shown(product_360, changelog=True),)),
+        ("product_360_serving_job", (Shown(orders_enriched_spec(product_360)),)),
+    )
 
 
 def _instance(project_root: Path) -> dg.DagsterInstance:
@@ -126,7 +130,7 @@ def main() -> int:
     defs = definitions.defs
     succeeded = True
     with _instance(Path(definitions.__file__).resolve().parent) as instance:
-        for job, shown in DEMOS:
+        for job, shown in demos():
             print(f"== {job}")
             result = defs.resolve_job_def(job).execute_in_process(
                 run_config=RUN_CONFIG, instance=instance, raise_on_error=False

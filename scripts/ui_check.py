@@ -1,6 +1,6 @@
 """Check the Dagster UI in a real headless Chromium: `python scripts/ui_check.py [--out docs/screenshots]`.
 
-Starts `dagster dev` on 127.0.0.1 with a temporary DAGSTER_HOME and lake, launches `product_360_job`
+Starts `dg dev` on 127.0.0.1 with a temporary DAGSTER_HOME and lake, launches `product_360_job`
 through the webserver's GraphQL API, waits for it, then loads the asset graph, the product_360 asset
 page with its checks and the run page in Chromium: saves a screenshot of each and asserts, on the
 rendered DOM, that the assets and checks are listed and that the run succeeded. Exits non-zero
@@ -132,11 +132,17 @@ def check_ui(out: Path, timeout: float = 600) -> list[str]:
         home.mkdir()
         (home / "dagster.yaml").write_text(DAGSTER_YAML, "utf-8")
         port = _free_port()
-        env = {**os.environ, "DAGSTER_HOME": str(home), "WIDE_ASSETS_LAKE": str(lake)}
-        command = [sys.executable, "-m", "dagster", "dev", "-w", "workspace.yaml", "-h", "127.0.0.1"]
-        with Path(tmp, "dagster_dev.log").open("wb") as log:
+        # The project's environment counts as the active one, as `make dev` has it.
+        env = {
+            **os.environ,
+            "DAGSTER_HOME": str(home),
+            "WIDE_ASSETS_LAKE": str(lake),
+            "VIRTUAL_ENV": sys.prefix,
+        }
+        command = [str(Path(sys.executable).parent / "dg"), "dev", "--host", "127.0.0.1"]
+        with Path(tmp, "dg_dev.log").open("wb") as log:
             server = subprocess.Popen(
-                [*command, "-p", str(port)],
+                [*command, "--port", str(port)],
                 cwd=ROOT,
                 env=env,
                 stdout=log,

@@ -21,7 +21,7 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from demos import user_rec_wide
+from demos import declared, declared_defs
 from resources import LakeSettings, SparkEngine
 from wide_assets.pipelines import LandingZone, SourceSpec, WideTableSpec, asset_key
 from wide_assets.pipelines.assets import lake_name
@@ -30,7 +30,8 @@ from wide_assets.table import WideTable
 ROOT = Path(__file__).resolve().parents[1]
 SEED = Path(__file__).resolve().parent / "fixtures" / "seed_000_user_rec_wide.txt"
 QUERY = "Flink SQL> SELECT * FROM user_rec_wide;"
-SPEC = user_rec_wide.USER_REC_WIDE
+SPEC = declared("user_rec_wide").spec
+DEFS = declared_defs("user_rec_wide")
 WIDE_KEY = asset_key(SPEC, SPEC.name)
 CHECK_KEY = dg.AssetCheckKey(WIDE_KEY, "primary_key_unique_not_null")
 PYTHON_TYPES = {"string": str, "double": float, "int": int}
@@ -124,7 +125,7 @@ class Deployment:
 
     def run(self, selection: Any = None) -> dg.ExecuteInProcessResult:
         return dg.materialize(
-            [*user_rec_wide.defs.assets, *user_rec_wide.defs.asset_checks],
+            [*DEFS.assets, *DEFS.asset_checks],
             instance=self.instance,
             resources=self.resources,
             selection=selection,
@@ -295,7 +296,10 @@ def _duplicate_first_row(spark: Any, path: str) -> None:
 def test_key_check_passes_and_fails_on_duplicate_key(spark: Any, deployment: Deployment) -> None:
     result = deployment.run()
     assert result.success
-    assert [e.passed for e in result.get_asset_check_evaluations()] == [True]
+    assert {e.check_name: e.passed for e in result.get_asset_check_evaluations()} == {
+        "primary_key_unique_not_null": True,
+        "converges_to_source_join": True,
+    }
     _duplicate_first_row(spark, deployment.path(SPEC.name))
     result = deployment.run(selection=dg.AssetSelection.checks(CHECK_KEY))
     assert not result.success  # blocking

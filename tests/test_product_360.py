@@ -24,9 +24,8 @@ import pytest
 from engine import spark_resource
 
 from bench.product_360_oracle import SOURCES, oracle, records, table_rows
-from demos import product_360
+from demos import declared, declared_defs
 from demos.generate import generate
-from demos.product_360 import PRODUCT_360
 from resources import LakeSettings
 from wide_assets.pipelines import LandingZone, asset_key, lake_name
 from wide_assets.pipelines.checks import freshness_check, landed_at
@@ -34,6 +33,10 @@ from wide_assets.pipelines.ingest import quarantine_path
 from wide_assets.table import WideTable
 
 ROOT = Path(__file__).resolve().parents[1]
+PRODUCT_360 = declared("product_360").spec
+DEFS = declared_defs("product_360")
+PRICING = PRODUCT_360.source("pricing")
+MAX_LAG = timedelta(hours=24)  # the declaration's source_health max_lag_hours
 WIDE_KEY = asset_key(PRODUCT_360, PRODUCT_360.name)
 CONVERGENCE = dg.AssetCheckKey(WIDE_KEY, "converges_to_source_join")
 
@@ -57,7 +60,7 @@ class Pipeline:
 
     def run(self, selection: Any = None) -> dg.ExecuteInProcessResult:
         return dg.materialize(
-            [*product_360.defs.assets, *product_360.defs.asset_checks],
+            [*DEFS.assets, *DEFS.asset_checks],
             instance=self.instance,
             resources=self.resources,
             selection=selection,
@@ -225,7 +228,7 @@ def test_too_many_malformed_records_fail_the_run_and_ingest_nothing(spark: Any, 
     pipeline = _pipeline(tmp_path)
     folder = pipeline.landing / "landing" / "pricing"
     folder.mkdir(parents=True)
-    limit = product_360.MAX_BAD_RECORDS
+    limit = PRICING.max_bad_records
     (folder / "bad.jsonl").write_text("not json\n" * (limit + 1), "utf-8")
     result = pipeline.run(selection=dg.AssetSelection.assets(asset_key(PRODUCT_360, "pricing")))
     assert not result.success
@@ -243,10 +246,10 @@ import dagster as dg
 from bench.product_360_oracle import SOURCES, oracle, records, table_rows
 from engine import spark_resource
 from resources import LakeSettings
-from demos import product_360
+from demos import declared_defs
 from wide_assets.pipelines import LandingZone
 dg.materialize(
-    product_360.defs.assets,
+    declared_defs("product_360").assets,
     selection=[dg.AssetKey(["product_360", "pricing"])],
     resources={{"spark": spark_resource(), "lake": LakeSettings(root={lake!r}),
                "landing": LandingZone(root={landing!r})}},
@@ -292,7 +295,7 @@ def test_source_health_checks_warn_without_blocking(bundled: tuple[Pipeline, Any
     assert fresh.passed and fresh.severity == warn
     assert fresh.metadata["newest_op_time"].value == datetime.fromtimestamp(newest / 1000, UTC).isoformat()
     landed = datetime.fromisoformat(fresh.metadata["landed_at"].value)
-    assert timedelta(0) <= datetime.now(UTC) - landed < product_360.MAX_LAG
+    assert timedelta(0) <= datetime.now(UTC) - landed < MAX_LAG
     assert all(checks[f"{s}_freshness"].passed for s in SOURCES)
     growth = checks["pricing_quarantine_growth"]
     assert not growth.passed and growth.severity == warn and growth.metadata["quarantine_rows"].value == 6
@@ -311,7 +314,7 @@ def test_freshness_fails_when_nothing_new_landed_within_the_lag(tmp_path: Path) 
     pipeline = _pipeline(tmp_path)
     pricing = asset_key(PRODUCT_360, "pricing")
     lag = timedelta(seconds=1)
-    stale = freshness_check(PRODUCT_360, product_360.PRICING, lag)
+    stale = freshness_check(PRODUCT_360, PRICING, lag)
     key = next(iter(stale.check_keys))
     # Before anything landed or was ingested, no source check has anything to judge.
     before = pipeline.run(selection=dg.AssetSelection.checks_for_assets(pricing))
@@ -340,7 +343,7 @@ def _run_with(
     pipeline: Pipeline, check: dg.AssetChecksDefinition, selection: Any
 ) -> dg.ExecuteInProcessResult:
     return dg.materialize(
-        [*product_360.defs.assets, check],
+        [*declared_defs("product_360").assets, check],
         instance=pipeline.instance,
         resources=pipeline.resources,
         selection=selection,
@@ -416,9 +419,9 @@ def test_one_sensor_per_landing_folder_without_spark(tmp_path: Path) -> None:
 
 def test_wide_table_is_eager_and_requested_once_sources_are_new(spark: Any, tmp_path: Path) -> None:
     pipeline = _pipeline(tmp_path, ROOT / "data" / "landing")
-    wide = next(a for a in product_360.defs.assets if WIDE_KEY in a.keys)
+    wide = next(a for a in DEFS.assets if WIDE_KEY in a.keys)
     assert wide.automation_conditions_by_key[WIDE_KEY] == dg.AutomationCondition.eager()
-    defs = dg.Definitions(assets=product_360.defs.assets, resources=pipeline.resources)
+    defs = dg.Definitions(assets=DEFS.assets, resources=pipeline.resources)
     before = dg.evaluate_automation_conditions(defs=defs, instance=pipeline.instance)
     assert before.get_num_requested(WIDE_KEY) == 0
     sources = [asset_key(PRODUCT_360, s) for s in SOURCES]
@@ -431,8 +434,8 @@ def test_run_failure_sensor_logs_which_step_failed(tmp_path: Path, capfd: pytest
     pipeline = _pipeline(tmp_path)
     folder = pipeline.landing / "landing" / "pricing"
     folder.mkdir(parents=True)
-    (folder / "bad.jsonl").write_text("not json\n" * (product_360.MAX_BAD_RECORDS + 1), "utf-8")
-    defs = dg.Definitions.merge(product_360.defs, dg.Definitions(resources=pipeline.resources))
+    (folder / "bad.jsonl").write_text("not json\n" * (PRICING.max_bad_records + 1), "utf-8")
+    defs = dg.Definitions.merge(DEFS, dg.Definitions(resources=pipeline.resources))
     result = defs.resolve_job_def("product_360_job").execute_in_process(
         instance=pipeline.instance, raise_on_error=False
     )
@@ -486,7 +489,7 @@ def test_active_products_per_brand_equals_its_sql_over_the_current_table(
         expected.add((brand, len(rows), avg, sum(r.open_question_cnt or 0 for r in rows)))
     table = spark.read.format("delta").load(str(pipeline.lake / "product_360" / "active_products_per_brand"))
     assert {tuple(r) for r in table.collect()} == expected
-    materialized = next(a for a in product_360.defs.assets if a.key.path[-1] == "active_products_per_brand")
+    materialized = next(a for a in DEFS.assets if a.key.path[-1] == "active_products_per_brand")
     condition = materialized.automation_conditions_by_key[materialized.key]
     assert condition == dg.AutomationCondition.on_cron("0 * * * *")
 
@@ -494,7 +497,7 @@ def test_active_products_per_brand_equals_its_sql_over_the_current_table(
 def test_debezium_envelopes_with_payload_wrapper_and_snapshot_reads(tmp_path: Path) -> None:
     from wide_assets.pipelines.cdc_json import parse_json_lines
 
-    pricing = product_360.PRICING
+    pricing = PRICING
     lines = [
         {"payload": {"before": None, "after": {"product_id": 1, "price": "9.99"}, "op": "r", "ts_ms": 0}},
         {"schema": {}, "payload": {"before": {"product_id": 1}, "after": None, "op": "d", "ts_ms": 1500}},

@@ -74,3 +74,37 @@ def test_spark_engine_resource_in_dagster(spark: Any, tmp_lake: Path) -> None:
     metadata = result.asset_materializations_for_node("numbers")[0].metadata
     assert metadata["rows"].value == 5
     assert metadata["path"].value == f"{tmp_lake}/numbers"
+
+
+IDLE_RUN = """
+import sys, time
+import wide_assets.session as session
+session.EMBEDDED_SESSION_TIMEOUT_SECS = int(sys.argv[1])
+spark = session.get_spark()
+assert spark.range(3).count() == 3
+time.sleep(4)
+try:
+    print(spark.range(3).count())
+except Exception as error:
+    print(type(error).__name__)
+"""
+
+
+@pytest.mark.slow
+def test_the_embedded_sail_session_outlives_idle_time_up_to_its_timeout() -> None:
+    """Sail drops a session idle longer than its timeout (15 minutes unless told): the embedded server
+    is told `EMBEDDED_SESSION_TIMEOUT_SECS`, so the cached session survives a long pause. Shown in
+    fresh interpreters with the timeout shortened to below and above a 4-second pause."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "SAIL_SPARK__SESSION_TIMEOUT_SECS"}
+
+    def after_idle(timeout_secs: int) -> str:
+        command = [sys.executable, "-c", IDLE_RUN, str(timeout_secs)]
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, check=True)
+        return done.stdout.strip().splitlines()[-1]
+
+    assert after_idle(1) == "IllegalArgumentException"  # "session ... is not running"
+    assert after_idle(60) == "3"

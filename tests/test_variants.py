@@ -26,8 +26,7 @@ import dagster as dg
 import pytest
 from pyroaring import BitMap
 
-from demos import first_customer_touch, product_review_stats
-from demos.first_customer_touch import FIRST_CUSTOMER_TOUCH
+from demos import declared, declared_defs, product_review_stats
 from demos.product_review_stats import (
     PRODUCT_REVIEW_AVERAGES,
     PRODUCT_REVIEW_STATS,
@@ -41,6 +40,8 @@ from wide_assets.table import WideTable
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"
+FIRST_CUSTOMER_TOUCH = declared("first_customer_touch").spec
+TOUCH_DEFS = declared_defs("first_customer_touch")
 TOUCH_JOB = "first_customer_touch_job"
 STATS_JOB = "product_review_stats_job"
 TOUCH_SENSOR = "first_customer_touch_new_data_sensor"
@@ -64,7 +65,7 @@ class Deployment:
     def defs(self) -> dg.Definitions:
         # As definitions.py merges them, with this deployment's resources.
         return dg.Definitions.merge(
-            first_customer_touch.defs, product_review_stats.defs, dg.Definitions(resources=self.resources)
+            TOUCH_DEFS, product_review_stats.defs, dg.Definitions(resources=self.resources)
         )
 
     def land(self, *names: str) -> None:
@@ -158,8 +159,8 @@ NEW_IN_002 = {
 }
 TOUCH_CHECKS = {
     "first_touch/first_customer_touch:primary_key_unique_not_null",
-    "first_touch/first_customer_touch:first_touch_never_changes",
-    "first_touch/first_customer_touch:first_touch_matches_source",
+    "first_touch/first_customer_touch:rows_never_change",
+    "first_touch/first_customer_touch:converges_to_source_join",
 }
 
 
@@ -200,18 +201,20 @@ def test_first_touch_checks_fail_when_a_touch_is_overwritten(deployment: Deploym
     deployment.land(*EVENTS)
     assert deployment.run_job(TOUCH_JOB).success
     update(deployment.path(FIRST_CUSTOMER_TOUCH), "customer_id = 'c002'", {"first_channel": "'fax'"})
-    result = deployment.run_checks(first_customer_touch.defs, TOUCH_KEY)
+    result = deployment.run_checks(TOUCH_DEFS, TOUCH_KEY)
     assert not result.success  # blocking
     evaluations = checks(result)
-    never_changes = evaluations["first_touch/first_customer_touch:first_touch_never_changes"]
-    matches = evaluations["first_touch/first_customer_touch:first_touch_matches_source"]
+    never_changes = evaluations["first_touch/first_customer_touch:rows_never_change"]
+    matches = evaluations["first_touch/first_customer_touch:converges_to_source_join"]
     assert not never_changes.passed and not matches.passed
     assert evaluations["first_touch/first_customer_touch:primary_key_unique_not_null"].passed
     assert never_changes.metadata["missing"].value == 1
     assert "customer_id='c002'" in never_changes.metadata["examples"].value[0]
     assert "first_channel='mobile'" in never_changes.metadata["examples"].value[0]
-    assert matches.metadata["missing"].value == 1 and matches.metadata["unexpected"].value == 1
-    assert any("first_channel='fax'" in e for e in matches.metadata["examples"].value)
+    assert matches.metadata["differing_keys_by_column"].value == {"first_channel": 1}
+    assert matches.metadata["examples"].value == [
+        "customer_id='c002': first_channel table='fax' expected='mobile'"
+    ]
 
 
 def test_first_touch_checks_fail_when_a_touch_is_removed(deployment: Deployment) -> None:
@@ -220,9 +223,9 @@ def test_first_touch_checks_fail_when_a_touch_is_removed(deployment: Deployment)
     deployment.land(*EVENTS)
     assert deployment.run_job(TOUCH_JOB).success
     DeltaTable(deployment.path(FIRST_CUSTOMER_TOUCH)).delete("customer_id = 'c005'")
-    evaluations = checks(deployment.run_checks(first_customer_touch.defs, TOUCH_KEY))
-    never_changes = evaluations["first_touch/first_customer_touch:first_touch_never_changes"]
-    matches = evaluations["first_touch/first_customer_touch:first_touch_matches_source"]
+    evaluations = checks(deployment.run_checks(TOUCH_DEFS, TOUCH_KEY))
+    never_changes = evaluations["first_touch/first_customer_touch:rows_never_change"]
+    matches = evaluations["first_touch/first_customer_touch:converges_to_source_join"]
     assert not never_changes.passed and never_changes.metadata["missing"].value == 1
     assert not matches.passed and matches.metadata["missing"].value == 1
     assert matches.metadata["unexpected"].value == 0
@@ -551,7 +554,7 @@ def test_sensor_requests_runs_for_new_files_and_unapplied_versions_only(deployme
     # A source version the table has not applied (here: only the ingest ran) starts one run, once.
     source = [asset_key(FIRST_CUSTOMER_TOUCH, "customer_events")]
     assert dg.materialize(
-        first_customer_touch.defs.assets,
+        TOUCH_DEFS.assets,
         instance=deployment.instance,
         resources=deployment.resources,
         selection=source,

@@ -51,6 +51,8 @@ _FORMER_VALUES: Mapping[str, Engine] = MappingProxyType(
 # pyspark decides process-wide (not per session) whether `pyspark.sql.functions`, `Window`, ... build
 # Connect or classic objects, by looking at this environment variable at call time.
 _CONNECT_MODE_ENV = "SPARK_CONNECT_MODE_ENABLED"
+# Idle time after which the embedded Sail server drops a session: a year, i.e. never in practice.
+EMBEDDED_SESSION_TIMEOUT_SECS = 365 * 24 * 3600
 
 _DELTA_CONF: Mapping[str, str] = MappingProxyType(
     {
@@ -231,6 +233,10 @@ def _sail_url() -> str:
     if _sail_server is None or not _sail_server.running:
         # Sail logs every session open/close at INFO on stderr; keep it quiet unless asked.
         os.environ.setdefault("RUST_LOG", "warn")
+        # Sail drops a session idle for 15 minutes by default; the embedded server lives and dies with
+        # this process, whose cached session must survive a long pause (a test file on the JVM engine,
+        # a quiet hour in a notebook) instead of failing with "session ... is not running".
+        os.environ.setdefault("SAIL_SPARK__SESSION_TIMEOUT_SECS", str(EMBEDDED_SESSION_TIMEOUT_SECS))
         from pysail.spark import SparkConnectServer
 
         server = SparkConnectServer("127.0.0.1", 0)

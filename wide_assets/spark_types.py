@@ -116,14 +116,22 @@ class _Reader:
             raise _TypeError(f"expected {least} to {most} parameters, found {count}")
 
 
-def check_type(column: Column) -> None:
-    """Raise InvalidOptionError naming the column when its type is not a Spark SQL type."""
-    reader = _Reader(column.type)
+def type_problem(type_text: str) -> str | None:
+    """Why `type_text` (optionally ending in `NOT NULL`) is not a Spark SQL type, or None when it is."""
+    reader = _Reader(Column.parse("column", type_text).type)
     try:
         reader.data_type()
         if reader.peek():
             raise _TypeError(f"unexpected '{reader.peek()}' after the type")
     except _TypeError as error:
+        return str(error)
+    return None
+
+
+def check_type(column: Column) -> None:
+    """Raise InvalidOptionError naming the column when its type is not a Spark SQL type."""
+    problem = type_problem(column.type)
+    if problem is not None:
         raise InvalidOptionError(
-            f"Column '{column.name}' has type '{column.type}', which is not a Spark SQL type: {error}."
-        ) from None
+            f"Column '{column.name}' has type '{column.type}', which is not a Spark SQL type: {problem}."
+        )

@@ -19,13 +19,14 @@ def test_concurrent_writers_lose_and_double_nothing(spark: Any, tmp_path: Path) 
 def test_two_ingests_of_one_source_at_once_append_each_record_once(spark: Any, tmp_path: Path) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    from demos.product_360 import PRICING
+    from demos import declared
     from wide_assets.pipelines.ingest import ingest, landed_files
 
-    files = landed_files(Path("data"), PRICING.files)
+    pricing = declared("product_360").spec.source("pricing")
+    files = landed_files(Path("data"), pricing)
     path = str(tmp_path / "pricing")
     with ThreadPoolExecutor(2) as pool:
-        results = list(pool.map(lambda _: ingest(spark, PRICING, files, path), range(2)))
+        results = list(pool.map(lambda _: ingest(spark, pricing, files, path), range(2)))
     # One run appended the file; the other, waiting on the table's lock, found it already ingested.
     assert sorted(r.appended > 0 for r in results) == [False, True]
     rows = spark.read.format("delta").load(path)

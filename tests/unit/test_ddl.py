@@ -200,12 +200,13 @@ def test_the_blogs_reversed_sequence_groups_are_refused_with_the_documented_form
 
 
 def test_the_product_360_ddl_declares_the_demos_table() -> None:
-    from demos.product_360 import PRODUCT_360
+    from demos import declared
 
+    product_360 = declared("product_360").spec
     table = parse_create_table(_ddl("product_360.sql"))
-    declared = TableSpec.build(PRODUCT_360.columns, PRODUCT_360.primary_key, PRODUCT_360.options)
-    assert TableSpec.build(table.columns, table.primary_key, table.options) == declared
-    assert [(g.sequence_fields, g.protected) for g in declared.merge.sequence_groups][:2] == [
+    spec = TableSpec.build(product_360.columns, product_360.primary_key, product_360.options)
+    assert TableSpec.build(table.columns, table.primary_key, table.options) == spec
+    assert [(g.sequence_fields, g.protected) for g in spec.merge.sequence_groups][:2] == [
         (("catalog_op_ts",), ("product_name", "brand")),
         (("pricing_op_ts",), ("price", "sale_ends")),
     ]

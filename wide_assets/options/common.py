@@ -179,6 +179,11 @@ class MergeOptions:
         )
 
     @property
+    def produces_changelog(self) -> bool:
+        """Whether the table has a changelog to read: every Fluss table, a Paimon table with a producer."""
+        return self.dialect == "fluss" or self.changelog_producer != "none"
+
+    @property
     def changelog_at_compaction(self) -> bool:
         """Whether the changelog is produced when commits are folded together rather than per commit:
         Paimon's lookup/full-compaction producers on a write-only table (at its compaction), and the

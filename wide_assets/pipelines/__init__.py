@@ -30,7 +30,6 @@ from wide_assets.pipelines.checks import (
     applied_once_check,
     applied_records,
     check_result,
-    first_row_check,
     keyed_diff,
     not_judged,
     primary_key_check,
@@ -40,6 +39,7 @@ from wide_assets.pipelines.checks import (
     unchanged_rows_check,
     unique_check,
 )
+from wide_assets.pipelines.convergence import convergence_check, expected_rows
 from wide_assets.pipelines.declarations import LakeTableSpec, SourceSpec, WideTableSpec
 from wide_assets.pipelines.landing import LandingZone
 from wide_assets.pipelines.locate import LakeLocator, asset_key, lake_name, table_path
@@ -64,7 +64,8 @@ __all__ = [
     "check_result",
     "column_lineage",
     "consumed_offsets",
-    "first_row_check",
+    "convergence_check",
+    "expected_rows",
     "format_op_time",
     "hourly_schedule",
     "keyed_diff",

@@ -185,6 +185,8 @@ def source_changes(
 
 def changelog_preview(spark: SparkSession, table: WideTable, start_commit: int) -> str:
     """Markdown: the number of changelog rows per kind from `start_commit` on, and the first of them."""
+    if not table.spec.merge.produces_changelog:
+        return "No changelog: the table's `changelog-producer` is `none`."
     entries = table.changelog(start_commit=start_commit)
     kinds = spark.sql(
         "SELECT _row_kind, count(*) AS n FROM {e} GROUP BY _row_kind ORDER BY _row_kind", e=entries

@@ -12,19 +12,21 @@ No `from __future__ import annotations` here: Dagster inspects the asset functio
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import astuple
-from typing import TYPE_CHECKING, Any
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Literal
 
 import dagster as dg
 
 from wide_assets.pipelines.apply import SourceApplied, apply_sources, changelog_preview, open_wide_table
-from wide_assets.pipelines.checks import primary_key_check
-from wide_assets.pipelines.declarations import LakeTableSpec, SourceSpec, WideTableSpec
+from wide_assets.pipelines.checks import primary_key_check, source_health_checks, unchanged_rows_check
+from wide_assets.pipelines.convergence import convergence_check
+from wide_assets.pipelines.declarations import JSON_FORMATS, LakeTableSpec, SourceSpec, WideTableSpec
 from wide_assets.pipelines.ingest import BadSourceRecords, cdc_columns, ingest, quarantine_path
 from wide_assets.pipelines.landing import LandingZone
 from wide_assets.pipelines.locate import LakeLocator, SparkProvider, asset_key, lake_name, table_path
-from wide_assets.pipelines.maintenance import table_health
+from wide_assets.pipelines.maintenance import CompactionPolicy, is_write_only, maintenance_defs, table_health
 from wide_assets.pipelines.markdown import markdown_table
-from wide_assets.pipelines.triggers import hourly_schedule, new_data_sensor, run_failure_logger
+from wide_assets.pipelines.triggers import HOURLY, hourly_schedule, new_data_sensor, run_failure_logger
 
 if TYPE_CHECKING:
     from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ApplyFn",
     "LakeLocator",
+    "SensorScope",
     "SparkProvider",
     "asset_key",
     "column_lineage",
@@ -50,6 +53,8 @@ __all__ = [
 ]
 
 METRICS = ("inserted", "updated", "deleted", "unchanged")
+# Which new-data sensors a table gets: one watching all its sources, or one per source's landing folder.
+SensorScope = Literal["table", "per-source"]
 # (spark, the table, the lake) -> what this run applied to the table, one entry per upstream.
 ApplyFn = Callable[["SparkSession", "WideTable", LakeLocator], Sequence[SourceApplied]]
 CDC_DESCRIPTIONS = {
@@ -99,16 +104,17 @@ def _lineage(spec: WideTableSpec) -> dg.TableColumnLineage:
     return column_lineage(deps)
 
 
-def source_asset(spec: LakeTableSpec, source: SourceSpec) -> dg.AssetsDefinition:
-    """The asset that ingests `source`'s newly landed files into its Delta CDC table, in `spec`'s group."""
+def source_asset(spec: LakeTableSpec, source: SourceSpec, pool: str | None = None) -> dg.AssetsDefinition:
+    """The asset that ingests `source`'s newly landed files into its Delta CDC table, in `spec`'s group
+    (in `pool`, default the CDC table's own pool)."""
     key = asset_key(spec, source.name)
 
     @dg.asset(
         key=key,
         group_name=spec.group,
         description=source.description,
-        kinds={"spark", "delta", "csv" if source.format == "csv" else "json"},
-        pool=lake_name(key),
+        kinds={"spark", "delta", "json" if source.format in JSON_FORMATS else source.format},
+        pool=pool or lake_name(key),
         metadata={"dagster/column_schema": _source_schema(source), "files": list(source.files)},
     )
     def _source(
@@ -171,9 +177,11 @@ def table_asset(
     lineage: dg.TableColumnLineage,
     apply: ApplyFn,
     automation_condition: dg.AutomationCondition[Any] | None = None,
+    pool: str | None = None,
 ) -> dg.AssetsDefinition:
     """The asset that maintains `spec`'s table: `apply(spark, table, lake)` makes this run's commits
-    (at most one per upstream, each exactly once) and the materialization describes them."""
+    (at most one per upstream, each exactly once) and the materialization describes them. It runs in
+    `pool`, by default the table's own."""
     key = asset_key(spec, spec.name)
     schema = table_schema(spec.columns, spec.primary_key)
 
@@ -183,7 +191,7 @@ def table_asset(
         description=spec.description,
         deps=list(deps),
         kinds={"spark", "delta"},
-        pool=lake_name(key),
+        pool=pool or lake_name(key),
         automation_condition=automation_condition,
         metadata={"dagster/column_schema": schema, "options": dict(spec.options)},
     )
@@ -249,7 +257,9 @@ def _applied_metadata(context: dg.AssetExecutionContext, applied: Sequence[Sourc
 
 
 def wide_table_asset(
-    spec: WideTableSpec, automation_condition: dg.AutomationCondition[Any] | None = None
+    spec: WideTableSpec,
+    automation_condition: dg.AutomationCondition[Any] | None = None,
+    pool: str | None = None,
 ) -> dg.AssetsDefinition:
     """The asset that applies each source's new CDC records to the wide table, one commit per source."""
 
@@ -258,7 +268,7 @@ def wide_table_asset(
         return apply_sources(spark, spec, table, paths)
 
     deps = [asset_key(spec, s.name) for s in spec.sources]
-    return table_asset(spec, deps, _lineage(spec), apply, automation_condition)
+    return table_asset(spec, deps, _lineage(spec), apply, automation_condition, pool)
 
 
 def pipeline_job(name: str, keys: Sequence[dg.AssetKey], description: str) -> "UnresolvedAssetJobDefinition":
@@ -284,31 +294,67 @@ def wide_table_defs(
     spec: WideTableSpec,
     checks: Sequence[dg.AssetChecksDefinition] = (),
     *,
-    sensor_per_source: bool = False,
-    automation_condition: dg.AutomationCondition[Any] | None = None,
+    key_check: bool = True,
+    convergence: bool = True,
+    rows_never_change: bool = False,
+    source_health: timedelta | None = None,
+    sensor: SensorScope | None = "table",
+    schedule: str | None = HOURLY,
     failure_sensor: bool = False,
+    automation_condition: dg.AutomationCondition[Any] | None = None,
+    pool: str | None = None,
+    compaction: CompactionPolicy | None = None,
+    export_encoding: str | None = "debezium",
 ) -> dg.Definitions:
-    """Everything Dagster needs for one wide table, minus the shared `spark`/`lake`/`landing` resources:
-    its assets, the key check plus `checks`, the job, an hourly schedule and a new-data sensor (one
-    per source's landing folder with `sensor_per_source`), optionally a run-failure sensor."""
+    """Everything Dagster needs for one wide table, minus the shared `spark`/`lake`/`landing` resources.
+
+    Its assets (each source's ingest, the table), in `pool` (default: one pool per lake table); the
+    blocking primary-key check (`key_check`) and convergence check (`convergence`, see
+    `convergence.py`), a check that rows never change once written (`rows_never_change`, for
+    first-row tables and dictionaries), freshness (`source_health`: the largest lag), schema-drift and
+    quarantine-growth warnings, plus `checks`; the job; a schedule on `schedule` (cron, None for
+    none); a new-data sensor for the table or one per source's landing folder (`sensor`); optionally
+    a run-failure sensor; and `maintenance_defs(spec, compaction, export_encoding)`, which a
+    write-only table needs (its default policy when `compaction` is None).
+    """
     job = wide_table_job(spec)
     applied_by = asset_key(spec, spec.name)
-    if sensor_per_source:
+    sensors = []
+    if sensor == "per-source":
         sensors = [
             new_data_sensor(spec, (s,), job, applied_by=applied_by, name=f"{spec.name}_{s.name}_sensor")
             for s in spec.sources
         ]
-    else:
+    elif sensor == "table":
         sensors = [new_data_sensor(spec, spec.sources, job, applied_by=applied_by)]
     if failure_sensor:
         sensors.append(run_failure_logger(f"{spec.name}_run_failure_sensor", [job]))
-    return dg.Definitions(
-        assets=[*(source_asset(spec, s) for s in spec.sources), wide_table_asset(spec, automation_condition)],
-        asset_checks=[primary_key_check(spec), *checks],
+    generated = [primary_key_check(spec)] if key_check else []
+    if convergence:
+        generated.append(convergence_check(spec))
+    if rows_never_change:
+        generated.append(
+            unchanged_rows_check(
+                spec,
+                name="rows_never_change",
+                description=f"Every row of {spec.name}, once written, is identical in every later version.",
+            )
+        )
+    if source_health is not None:
+        generated.extend(source_health_checks(spec, spec.sources, source_health))
+    table = dg.Definitions(
+        assets=[
+            *(source_asset(spec, s, pool) for s in spec.sources),
+            wide_table_asset(spec, automation_condition, pool),
+        ],
+        asset_checks=[*generated, *checks],
         jobs=[job],
-        schedules=[hourly_schedule(job)],
+        schedules=[hourly_schedule(job, schedule)] if schedule else [],
         sensors=sensors,
     )
+    if compaction is None and not is_write_only(spec):
+        return table
+    return dg.Definitions.merge(table, maintenance_defs(spec, compaction, export_encoding, pool))
 
 
 def materialized_table_asset(

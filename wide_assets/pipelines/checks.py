@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 
 from wide_assets.pipelines.apply import consumed_offsets, key_report
-from wide_assets.pipelines.declarations import LakeTableSpec, SourceSpec, WideTableSpec
+from wide_assets.pipelines.declarations import JSON_FORMATS, LakeTableSpec, SourceSpec
 from wide_assets.pipelines.ingest import quarantine_path
 from wide_assets.pipelines.landing import LandingZone
 from wide_assets.pipelines.locate import LakeLocator, SparkProvider, asset_key, table_path
@@ -33,7 +33,6 @@ __all__ = [
     "applied_once_check",
     "applied_records",
     "check_result",
-    "first_row_check",
     "freshness_check",
     "keyed_diff",
     "landed_at",
@@ -271,30 +270,6 @@ def unchanged_rows_check(spec: LakeTableSpec, name: str, description: str) -> dg
     return table_check(spec, name, description, evaluate)
 
 
-def first_row_check(spec: WideTableSpec, name: str, description: str) -> dg.AssetChecksDefinition:
-    """The table equals, per key, its single source's earliest applied record by `_offset`."""
-    if len(spec.sources) != 1:
-        raise ValueError(f"table {spec.name}: a first-row oracle needs exactly one source.")
-    source = spec.sources[0]
-    mapping = spec.column_map(source)
-
-    def evaluate(spark: "SparkSession", table: "WideTable", lake: LakeLocator) -> dg.AssetCheckResult:
-        consumed, records = applied_records(spark, spec, source, table, lake)
-        if consumed == 0:
-            return not_judged(f"{spec.name} has applied no {source.name} record yet.", consumed_offset=0)
-        keys = ", ".join(quote(k) for k in source.primary_key)
-        firsts = spark.sql(
-            f"SELECT {keys}, min(_offset) AS first_offset FROM {{r}} GROUP BY {keys}", r=records
-        )
-        selected = ", ".join(f"r.{quote(s)} AS {quote(w)}" for s, w in mapping.items())
-        expected = spark.sql(
-            f"SELECT {selected} FROM {{r}} r JOIN {{f}} f ON r._offset = f.first_offset", r=records, f=firsts
-        )
-        return row_diff(spark, table.read(), expected, spec.column_names).result(consumed_offset=consumed)
-
-    return table_check(spec, name, description, evaluate)
-
-
 def applied_once_check(
     spec: LakeTableSpec, source: SourceSpec, name: str, description: str
 ) -> dg.AssetChecksDefinition:
@@ -423,9 +398,9 @@ def freshness_check(spec: LakeTableSpec, source: SourceSpec, max_lag: timedelta)
 
 def schema_drift_check(spec: LakeTableSpec, source: SourceSpec) -> dg.AssetChecksDefinition:
     """Warns when `source`'s landed JSON records carry columns its spec lacks, or never carry one it has."""
-    if source.format == "csv":
+    if source.format not in JSON_FORMATS:
         raise ValueError(
-            f"source {source.name}: CSV headers are checked at ingest; drift is for JSON sources."
+            f"source {source.name}: {source.format} columns are checked at ingest; drift is for JSON sources."
         )
 
     @dg.asset_check(
@@ -502,7 +477,7 @@ def source_health_checks(
     checks = []
     for source in sources:
         checks.append(freshness_check(spec, source, max_lag))
-        if source.format != "csv":
+        if source.format in JSON_FORMATS:
             checks.append(schema_drift_check(spec, source))
         if source.max_bad_records is not None:
             checks.append(quarantine_growth_check(spec, source))

@@ -12,12 +12,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-__all__ = ["FORMATS", "ROW_KINDS", "LakeTableSpec", "SourceSpec", "WideTableSpec"]
+from wide_assets.spark_types import type_problem
+
+__all__ = ["DELETES", "FORMATS", "JSON_FORMATS", "ROW_KINDS", "LakeTableSpec", "SourceSpec", "WideTableSpec"]
 
 ROW_KINDS = ("+I", "-U", "+U", "-D")
-# How landed files encode change records: CSV with an optional `_row_kind` column, Debezium JSON
-# envelopes (`before`/`after`/`op`/`ts_ms`) or Flink's changelog JSON (`rowkind` plus the columns).
-FORMATS = ("csv", "debezium", "flink-json")
+# How landed change records are encoded: CSV or Parquet files with an optional `_row_kind` column,
+# Debezium JSON envelopes (`before`/`after`/`op`/`ts_ms`), Flink's changelog JSON (`rowkind` plus the
+# columns), or an append-only Delta table of such rows written by another system.
+FORMATS = ("csv", "parquet", "debezium", "flink-json", "delta")
+# The formats whose records are parsed line by line from JSON (see `cdc_json`).
+JSON_FORMATS = ("debezium", "flink-json")
+# What a source's delete (`-D`) means for the wide columns it feeds: the whole wide row goes, only
+# its columns become NULL, or nothing happens. The table's options make the merge do it; the
+# declaration says what the sources mean, and the convergence check compares the two.
+DELETES = ("remove-row", "clear-columns", "ignore")
 # Names end up in asset keys, lake paths and unquoted SQL text, so they are plain identifiers.
 _IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 
@@ -29,8 +38,11 @@ def _check_identifier(kind: str, name: str) -> None:
 
 def _check_columns(owner: str, columns: tuple[tuple[str, str], ...], primary_key: tuple[str, ...]) -> None:
     names = [name for name, _ in columns]
-    for name in names:
+    for name, type_ in columns:
         _check_identifier(f"column of {owner}", name)
+        problem = type_problem(type_)
+        if problem:
+            raise ValueError(f"{owner}: column {name} has type {type_!r}: {problem}.")
     duplicated = sorted({n for n in names if names.count(n) > 1})
     if duplicated:
         raise ValueError(f"{owner}: columns {duplicated} are declared more than once.")
@@ -43,13 +55,15 @@ def _check_columns(owner: str, columns: tuple[tuple[str, str], ...], primary_key
 
 @dataclass(frozen=True)
 class SourceSpec:
-    """A CDC source: CSV files in the landing zone whose rows update some columns of a wide table.
+    """A CDC source: landed change records whose rows update some columns of a wide table.
 
-    `files` are glob patterns relative to the landing zone; a file may carry a `_row_kind` column
-    (+I, -U, +U, -D; default +I). `feeds` maps source value columns to the wide-table columns they
-    write; the source's primary key maps to the wide table's primary key by position, as in Flink's
-    `INSERT INTO wide (user_id, item_id, rec_score) SELECT user_id, item_id, rec_score FROM source`.
-    A source that a pipeline transforms itself (rather than feeding columns one to one) has no feeds.
+    `files` are glob patterns relative to the landing zone (for `format` "delta": the path of the
+    Delta table, relative to the landing zone). A CSV or Parquet file, or a Delta table, may carry a
+    `_row_kind` column (+I, -U, +U, -D; default +I). `feeds` maps source value columns to the
+    wide-table columns they write; the source's primary key maps to the wide table's primary key by
+    position, as in Flink's `INSERT INTO wide (user_id, item_id, rec_score) SELECT user_id, item_id,
+    rec_score FROM source`. A source that a pipeline transforms itself (rather than feeding columns
+    one to one) has no feeds.
 
     `format` is one of `FORMATS` (JSON formats hold one object per line; a Debezium record's `ts_ms`
     fills the `op_time` column). `max_bad_records` None rejects a run with any malformed record;
@@ -58,6 +72,12 @@ class SourceSpec:
     yet) and `{applied}` (every record up to the last pending one); without it `feeds` map one to
     one. With a transform, `feeds` describe column lineage and the columns written, and `key_columns`
     name the source columns holding the wide table's key (default: the source's primary key).
+
+    What the records mean, for the table's convergence check: `op_time` orders them (arrival breaks
+    ties); `deletes` is one of `DELETES`; `aggregates` (wide column -> Spark SQL aggregate) declares
+    the value of each fed column of a source whose rows are not keyed by the table (`key_columns`):
+    the aggregate over the latest record of each of its rows with that table key, where `_live` says
+    whether that record is an insert or update (not a retraction), e.g. `count_if(_live)`.
     """
 
     name: str
@@ -71,11 +91,17 @@ class SourceSpec:
     max_bad_records: int | None = None
     transform: str | None = None
     key_columns: tuple[str, ...] = ()
+    deletes: str = "remove-row"
+    aggregates: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _check_identifier("source name", self.name)
         if self.format not in FORMATS:
             raise ValueError(f"source {self.name}: format {self.format!r} is not one of {FORMATS}.")
+        if self.deletes not in DELETES:
+            raise ValueError(f"source {self.name}: deletes {self.deletes!r} is not one of {DELETES}.")
+        if self.format == "delta" and len(self.files) != 1:
+            raise ValueError(f"source {self.name}: a Delta source is one table path, not {list(self.files)}.")
         if self.format == "debezium" and self.op_time is None:
             raise ValueError(f"source {self.name}: a Debezium source needs an op_time column for ts_ms.")
         if self.max_bad_records is not None and self.max_bad_records < 0:
@@ -84,6 +110,7 @@ class SourceSpec:
         if unknown_keys:
             raise ValueError(f"source {self.name}: key columns {unknown_keys} are not among its columns.")
         object.__setattr__(self, "feeds", MappingProxyType(dict(self.feeds)))
+        object.__setattr__(self, "aggregates", MappingProxyType(dict(self.aggregates)))
         _check_columns(f"source {self.name}", self.columns, self.primary_key)
         if not self.files:
             raise ValueError(f"source {self.name}: at least one file pattern is required.")
@@ -99,6 +126,27 @@ class SourceSpec:
             raise ValueError(f"source {self.name}: two of its columns feed the same wide column.")
         if self.op_time is not None and self.op_time not in self.column_names:
             raise ValueError(f"source {self.name}: op-time column {self.op_time!r} is not among its columns.")
+        if self.aggregates:
+            self._check_aggregates()
+
+    def _check_aggregates(self) -> None:
+        if self.wide_key == self.primary_key:
+            raise ValueError(
+                f"source {self.name}: aggregates are over the rows of a source keyed apart from the table; "
+                "name the source columns holding the table's key in key_columns."
+            )
+        fed = {wide for column, wide in self.feeds.items() if column != self.op_time}
+        unfed = sorted(set(self.aggregates) - fed)
+        if unfed:
+            raise ValueError(
+                f"source {self.name}: aggregates {unfed} are not columns it feeds {sorted(fed)}."
+            )
+        missing = sorted(fed - set(self.aggregates))
+        if missing:
+            raise ValueError(
+                f"source {self.name}: it feeds {missing} without an aggregate; a source keyed apart from "
+                "the table declares one per fed column (its op time excepted)."
+            )
 
     @property
     def column_names(self) -> tuple[str, ...]:
@@ -175,6 +223,15 @@ class WideTableSpec(LakeTableSpec):
     def column_map(self, source: SourceSpec) -> dict[str, str]:
         """Source column -> wide column for everything `source` writes: its key first, then its feeds."""
         return {**dict(zip(source.wide_key, self.primary_key, strict=True)), **source.feeds}
+
+    def source(self, name: str) -> SourceSpec:
+        """The source named `name`."""
+        for source in self.sources:
+            if source.name == name:
+                return source
+        raise KeyError(
+            f"table {self.name} has no source {name!r}; its sources are {[s.name for s in self.sources]}."
+        )
 
     def fed_by(self, column: str) -> list[SourceSpec]:
         """The sources that write `column` (every source writes the primary key)."""

@@ -1,4 +1,5 @@
-"""Landed CSV files -> a source's append-only Delta CDC table, each file exactly once.
+"""Landed files (CSV, Parquet, JSON change records, an append-only Delta table's data files) -> a
+source's append-only Delta CDC table, each file exactly once.
 
 The CDC table holds the source's columns (cast to their declared types) plus `_row_kind`, `_offset`
 (arrival order, strictly increasing across appends), `_source_file`, `_source_line` and
@@ -11,14 +12,14 @@ earlier in the run (same columns, row kind and op time), e.g. a producer's retry
 is a duplicate. It is never appended again (an aggregate would count it twice); a quarantining source
 keeps it in its quarantine table with the original's file and line, outside its `max_bad_records`.
 
-A CSV file whose header is not the source's columns (schema drift) fails the run of a source without
-a quarantine; a quarantining source quarantines the file as one record (its header) and goes on.
+A CSV or Parquet file whose columns are not the source's (schema drift) fails the run of a source
+without a quarantine; a quarantining source quarantines the file as one record (its header) and goes on.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import reduce
 from pathlib import Path
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from wide_assets import faults
 from wide_assets.errors import InvalidInputError
 from wide_assets.locking import exclusive
-from wide_assets.pipelines.declarations import ROW_KINDS, SourceSpec
+from wide_assets.pipelines.declarations import JSON_FORMATS, ROW_KINDS, SourceSpec
 from wide_assets.sql import RowKind, quote, string_literal
 
 if TYPE_CHECKING:
@@ -77,17 +78,60 @@ class LandedFile:
     sha256: str
 
 
-def _landed_paths(root: Path, patterns: Iterable[str]) -> list[Path]:
-    return sorted({p for pattern in patterns for p in root.glob(pattern) if p.is_file()})
+def _landed_paths(root: Path, source: SourceSpec) -> list[Path]:
+    """The files holding `source`'s records, in arrival order: glob matches by name, or the data files of
+    a Delta source in the order its writers added them."""
+    if source.format == "delta":
+        return _delta_data_files(root, source)
+    return sorted({p for pattern in source.files for p in root.glob(pattern) if p.is_file()})
 
 
-def landed_files(root: str | Path, patterns: Iterable[str]) -> list[LandedFile]:
-    """The files under `root` matching any of the glob `patterns`, sorted by name, hashed."""
+def _delta_data_files(root: Path, source: SourceSpec) -> list[Path]:
+    """The Parquet files of an append-only, unpartitioned Delta table: each is one landed file, ingested
+    once. A table whose files were rewritten or removed (OPTIMIZE, DELETE, MERGE, an overwrite) would
+    offer its records again under new file names, so it is refused rather than ingested twice."""
+    from deltalake import DeltaTable
+
+    location = root / source.files[0]
+    if not DeltaTable.is_deltatable(str(location)):
+        raise InvalidInputError(f"Source {source.name}: {location} is not a Delta table.")
+    table = DeltaTable(str(location))
+    for entry in table.history():
+        operation = str(entry.get("operation", ""))
+        parameters = entry.get("operationParameters") or {}
+        appends = (operation == "WRITE" and parameters.get("mode") != "Overwrite") or (
+            operation == "STREAMING UPDATE" and parameters.get("outputMode") == "Append"
+        )
+        if not (appends or operation in ("CREATE TABLE", "SET TBLPROPERTIES")):
+            raise InvalidInputError(
+                f"Source {source.name}: the Delta table {location} is not append-only (version "
+                f"{entry.get('version')}: {operation} {parameters}); a Delta source must only ever be "
+                "appended to."
+            )
+    metadata = table.metadata()
+    if metadata.partition_columns:
+        raise InvalidInputError(
+            f"Source {source.name}: the Delta table {location} is partitioned by {metadata.partition_columns}; "
+            "a Delta source must be unpartitioned."
+        )
+    if metadata.configuration.get("delta.columnMapping.mode", "none") != "none":
+        raise InvalidInputError(
+            f"Source {source.name}: the Delta table {location} uses column mapping; a Delta source must not."
+        )
+    actions = table.get_add_actions(flatten=True)
+    added = zip(
+        actions.column("modification_time").to_pylist(), actions.column("path").to_pylist(), strict=True
+    )
+    return [location / path for _, path in sorted(added)]
+
+
+def landed_files(root: str | Path, source: SourceSpec) -> list[LandedFile]:
+    """The files under `root` holding `source`'s records, in arrival order, hashed."""
     root = Path(root)
-    return [LandedFile(p.relative_to(root).as_posix(), p, _sha256(p)) for p in _landed_paths(root, patterns)]
+    return [LandedFile(p.relative_to(root).as_posix(), p, _sha256(p)) for p in _landed_paths(root, source)]
 
 
-def landed_fingerprints(root: str | Path, patterns: Iterable[str]) -> dict[str, str]:
+def landed_fingerprints(root: str | Path, source: SourceSpec) -> dict[str, str]:
     """Name -> "size:mtime" of the files `landed_files` would return, without reading them.
 
     For sensors, which poll often: hashing every landed file on each tick would re-read the whole
@@ -95,7 +139,7 @@ def landed_fingerprints(root: str | Path, patterns: Iterable[str]) -> dict[str, 
     """
     root = Path(root)
     fingerprints = {}
-    for path in _landed_paths(root, patterns):
+    for path in _landed_paths(root, source):
         stat = path.stat()
         fingerprints[path.relative_to(root).as_posix()] = f"{stat.st_size}:{stat.st_mtime_ns}"
     return fingerprints
@@ -217,16 +261,24 @@ def _ingested(spark: SparkSession, path: str) -> tuple[set[tuple[str, str]], int
 
 def _read(spark: SparkSession, source: SourceSpec, landed: LandedFile, index: int) -> DataFrame:
     """One file's records: their typed values, row kind, file, line and a `_problems` text per record."""
-    if source.format != "csv":
+    if source.format in JSON_FORMATS:
         return _read_json(spark, source, landed, index)
-    # FAILFAST: classic Spark would otherwise pad short rows with NULLs and cut long ones silently.
-    raw = spark.read.option("header", True).option("mode", "FAILFAST").csv(str(landed.path))
+    if source.format == "csv":
+        # FAILFAST: classic Spark would otherwise pad short rows with NULLs and cut long ones silently.
+        raw = spark.read.option("header", True).option("mode", "FAILFAST").csv(str(landed.path))
+        # Spark numbers a single file's records in file order; the header is line 1. This assumes one
+        # record per line, which CSV files without quoted line breaks satisfy.
+        line = "row_number() OVER (ORDER BY monotonically_increasing_id()) + 1"
+    else:
+        # Parquet (a Delta source's data files too): a record's "line" is its row number in the file.
+        raw = spark.read.parquet(str(landed.path))
+        line = "row_number() OVER (ORDER BY monotonically_increasing_id())"
     header = list(raw.columns)
     missing = [c for c in source.column_names if c not in header]
     unexpected = [c for c in header if c not in source.column_names and c != "_row_kind"]
     if missing or unexpected:
         problem = (
-            f"file {landed.name} has header {header}; missing columns {missing}, unexpected columns "
+            f"file {landed.name} has columns {header}; missing columns {missing}, unexpected columns "
             f"{unexpected} (expected {list(source.column_names)} and optionally _row_kind)"
         )
         if source.max_bad_records is None:
@@ -237,10 +289,7 @@ def _read(spark: SparkSession, source: SourceSpec, landed: LandedFile, index: in
         ]
         return _parsed(spark, source, unread, landed, index)
     kind = "_row_kind" if "_row_kind" in header else string_literal(RowKind.INSERT)
-    # Spark numbers a single file's records in file order; the header is line 1. This assumes one
-    # record per line, which CSV files without quoted line breaks satisfy.
-    line = "row_number() OVER (ORDER BY monotonically_increasing_id()) + 1"
-    record = f"concat_ws(',', {', '.join(quote(c) for c in source.column_names)})"
+    record = f"concat_ws(',', {', '.join(f'CAST({quote(c)} AS STRING)' for c in source.column_names)})"
     return _typed(spark, source, raw, landed, index, kind=kind, line=line, record=record)
 
 
@@ -296,13 +345,13 @@ def _typed(
         if type_.lower() != "string":
             checks.append(
                 f"CASE WHEN {usable}{quote(name)} IS NOT NULL AND try_cast({quote(name)} AS {type_}) IS NULL "
-                f"THEN concat('column {name}: \"', {quote(name)}, '\" is not a valid {type_} (uncastable value)') END"
+                f"THEN concat('column {name}: \"', CAST({quote(name)} AS STRING), '\" is not a valid {type_} (uncastable value)') END"
             )
         if type_.lower().startswith("decimal"):
             # A cast to fewer decimal places rounds: the record would be stored with another value.
             checks.append(
                 f"CASE WHEN {usable}try_cast({quote(name)} AS DECIMAL(38, 18)) <> try_cast({quote(name)} AS {type_}) "
-                f"THEN concat('column {name}: \"', {quote(name)}, '\" has more decimal places than {type_} "
+                f"THEN concat('column {name}: \"', CAST({quote(name)} AS STRING), '\" has more decimal places than {type_} "
                 "(would be rounded)') END"
             )
     op_type = dict(source.columns).get(source.op_time or "", "").lower()
@@ -310,15 +359,18 @@ def _typed(
         op = quote(source.op_time or "")
         checks.append(
             f"CASE WHEN {usable}try_cast({op} AS TIMESTAMP) > current_timestamp() + {MAX_CLOCK_SKEW} "
-            f"THEN concat('column {source.op_time}: \"', {op}, '\" is in the future (future timestamp)') END"
+            f"THEN concat('column {source.op_time}: \"', CAST({op} AS STRING), '\" is in the future (future timestamp)') END"
         )
     kinds = ", ".join(f"'{k}'" for k in ROW_KINDS)
     checks.append(
         f"CASE WHEN {usable}({kind} IS NULL OR {kind} NOT IN ({kinds})) "
         f"THEN concat('column _row_kind: \"', coalesce({kind}, 'NULL'), '\" is not one of {', '.join(ROW_KINDS)} (unknown op)') END"
     )
+    # Parquet columns arrive typed; a declared string column takes the text of whatever they hold.
     typed = ", ".join(
-        quote(n) if t.lower() == "string" else f"try_cast({quote(n)} AS {t}) AS {quote(n)}"
+        f"CAST({quote(n)} AS STRING) AS {quote(n)}"
+        if t.lower() == "string"
+        else f"try_cast({quote(n)} AS {t}) AS {quote(n)}"
         for n, t in source.columns
     )
     return spark.sql(

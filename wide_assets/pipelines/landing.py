@@ -12,14 +12,14 @@ __all__ = ["LandingZone"]
 
 
 class LandingZone(dg.ConfigurableResource["LandingZone"]):
-    """Directory holding the sources' landed CSV files (file patterns in specs are relative to it)."""
+    """Directory holding the sources' landed files (file patterns in specs are relative to it)."""
 
     root: str = Field(description="Landing directory; source file patterns are globs relative to it.")
 
     def files(self, source: SourceSpec) -> list[LandedFile]:
         """The files that match `source`'s patterns now, sorted by name, with their content hashes."""
-        return landed_files(self.root, source.files)
+        return landed_files(self.root, source)
 
     def fingerprints(self, source: SourceSpec) -> dict[str, str]:
         """Name -> size and modification time of `source`'s files now: a cheap change detector."""
-        return landed_fingerprints(self.root, source.files)
+        return landed_fingerprints(self.root, source)

@@ -19,7 +19,7 @@ from wide_assets.pipelines.checks import not_judged
 from wide_assets.pipelines.declarations import LakeTableSpec
 from wide_assets.pipelines.locate import LakeLocator, SparkProvider, asset_key, lake_name, table_path
 
-__all__ = ["CompactionPolicy", "TableHealth", "maintenance_defs", "table_health"]
+__all__ = ["CompactionPolicy", "TableHealth", "is_write_only", "maintenance_defs", "table_health"]
 
 CHECKSUM_BEFORE, CHECKSUM_AFTER = "checksum_before", "checksum_after"
 
@@ -93,11 +93,21 @@ def _content_checksum(spark: Any, rows: Any, columns: tuple[str, ...]) -> str:
     return f"{row.n}:{row.h}"
 
 
-def compaction_job(spec: LakeTableSpec, policy: CompactionPolicy) -> dg.JobDefinition:
-    """A job that folds pending commits into the table, then merges small files."""
+def is_write_only(spec: LakeTableSpec) -> bool:
+    """Whether `spec`'s writers only append fragments that a compaction must fold in (Paimon `write-only`)."""
+    from wide_assets.spec import TableSpec
+
+    return TableSpec.build(spec.columns, spec.primary_key, spec.options).merge.write_only
+
+
+def compaction_job(
+    spec: LakeTableSpec, policy: CompactionPolicy, pool: str | None = None
+) -> dg.JobDefinition:
+    """A job that folds pending commits into the table, then merges small files (in `pool`, by default
+    the table's own, so it never races a write of the table)."""
     key = asset_key(spec, spec.name)
 
-    @dg.op(name=f"compact_{spec.name}", pool=lake_name(key))
+    @dg.op(name=f"compact_{spec.name}", pool=pool or lake_name(key))
     def _compact(
         context: dg.OpExecutionContext,
         spark: dg.ResourceParam[SparkProvider],
@@ -265,7 +275,9 @@ def changelog_checks(spec: LakeTableSpec, policy: CompactionPolicy) -> list[dg.A
     return [_replay, _preserved, _files]
 
 
-def changelog_export_asset(spec: LakeTableSpec, encoding: str = "debezium") -> dg.AssetsDefinition:
+def changelog_export_asset(
+    spec: LakeTableSpec, encoding: str = "debezium", pool: str | None = None
+) -> dg.AssetsDefinition:
     """An asset that appends each new commit's changelog, in a sink encoding, to its own Delta table.
 
     Exactly once (`WideTable.publish_changelog`): the export table itself records the last exported
@@ -279,7 +291,7 @@ def changelog_export_asset(spec: LakeTableSpec, encoding: str = "debezium") -> d
         group_name=spec.group,
         deps=[table_key],
         kinds={"spark", "delta"},
-        pool=lake_name(table_key),
+        pool=pool or lake_name(table_key),
         description=f"The changelog of {spec.name} as {encoding} records for downstream sinks, one commit at a time.",
         automation_condition=dg.AutomationCondition.eager(),
     )
@@ -318,13 +330,17 @@ def changelog_export_asset(spec: LakeTableSpec, encoding: str = "debezium") -> d
 
 
 def maintenance_defs(
-    spec: LakeTableSpec, policy: CompactionPolicy | None = None, export_encoding: str | None = "debezium"
+    spec: LakeTableSpec,
+    policy: CompactionPolicy | None = None,
+    export_encoding: str | None = "debezium",
+    pool: str | None = None,
 ) -> dg.Definitions:
-    """The compaction job, its schedule and sensor, the changelog checks and export of one table."""
+    """The compaction job, its schedule and sensor, the changelog checks and export of one table (its
+    job and export in `pool`, by default the table's own)."""
     policy = policy or CompactionPolicy()
-    job = compaction_job(spec, policy)
+    job = compaction_job(spec, policy, pool)
     return dg.Definitions(
-        assets=[changelog_export_asset(spec, export_encoding)] if export_encoding else [],
+        assets=[changelog_export_asset(spec, export_encoding, pool)] if export_encoding else [],
         jobs=[job],
         schedules=[compaction_schedule(spec, job, policy)],
         sensors=[compaction_sensor(spec, job, policy)],

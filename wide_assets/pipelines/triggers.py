@@ -22,8 +22,9 @@ from wide_assets.pipelines.locate import LakeLocator, table_path
 if TYPE_CHECKING:
     from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
-__all__ = ["SensorCursor", "hourly_schedule", "new_data_sensor", "run_failure_logger"]
+__all__ = ["HOURLY", "SensorCursor", "hourly_schedule", "new_data_sensor", "run_failure_logger"]
 
+HOURLY = "0 * * * *"
 SENSOR_INTERVAL_SECONDS = 60
 # A run of the job that has not finished yet may still ingest what this tick sees. Not NOT_STARTED:
 # a run created but never launched stays so forever and would silence the sensor.
@@ -35,14 +36,17 @@ ACTIVE_RUN_STATUSES = (
 NO_TABLE = -1
 
 
-def hourly_schedule(job: "UnresolvedAssetJobDefinition") -> dg.ScheduleDefinition:
-    """Run `job` at the top of every hour; the job is incremental, so a run without new data is a no-op."""
+def hourly_schedule(job: "UnresolvedAssetJobDefinition", cron: str = HOURLY) -> dg.ScheduleDefinition:
+    """Run `job` at the top of every hour (`<job>_hourly`), or on another `cron` (`<job>_schedule`); the
+    job is incremental, so a run without new data is a no-op."""
+    hourly = cron == HOURLY
     return dg.ScheduleDefinition(
-        name=f"{job.name}_hourly",
+        name=f"{job.name}_hourly" if hourly else f"{job.name}_schedule",
         job=job,
-        cron_schedule="0 * * * *",
+        cron_schedule=cron,
         default_status=dg.DefaultScheduleStatus.STOPPED,
-        description=f"Hourly incremental run of {job.name}: ingests and applies whatever landed since the last run.",
+        description=f"{'Hourly incremental' if hourly else f'Incremental ({cron})'} run of {job.name}: "
+        "ingests and applies whatever landed since the last run.",
     )
 
 

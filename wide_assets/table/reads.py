@@ -54,7 +54,7 @@ class Reader:
         the log as it is now (commits logged after this call do not appear however late it is read)."""
         storage = self.storage
         merge = storage.spec.merge
-        if merge.dialect == "paimon" and merge.changelog_producer == "none":
+        if not merge.produces_changelog:
             raise InvalidOptionError(
                 f"Table {storage.path} has changelog-producer 'none'; create it with 'changelog-producer' = "
                 "'input', 'lookup' or 'full-compaction' to read a changelog."

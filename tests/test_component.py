@@ -1,0 +1,582 @@
+"""`wide_assets.WideTableComponent`: the demos as declarations, refusals at load, the scaffold, the
+generated convergence check, and Parquet and Delta sources.
+
+Oracles: the demos' asset keys and check names as listed here (the Python declarations had them, with
+the renames noted); tables written by hand from the landed files; and the convergence check's own
+verdict on a table changed behind the engine's back, or merged by options that do not mean what the
+declaration says.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pytest
+import yaml
+from dagster.components.testing import DefsFolderSandbox, create_defs_folder_sandbox
+
+from resources import LakeSettings, SparkEngine
+from wide_assets import WideTableComponent
+from wide_assets.pipelines import LandingZone
+from wide_assets.table import WideTable
+
+ROOT = Path(__file__).resolve().parents[1]
+VENV_BIN = Path(sys.executable).parent
+
+# What the four demos define. Renamed from the Python declarations: first_customer_touch's
+# `first_touch_matches_source` is the generated `converges_to_source_join` (the same first-row
+# oracle, now every table's), and `first_touch_never_changes` the declared `rows_never_change`;
+# user_rec_wide gained its convergence check.
+ASSETS = {
+    "first_touch/customer_events",
+    "first_touch/first_customer_touch",
+    "fluss_demo/clicks",
+    "fluss_demo/impressions",
+    "fluss_demo/recommendations",
+    "fluss_demo/user_rec_wide",
+    "product_360/active_products_per_brand",
+    "product_360/catalog",
+    "product_360/lifecycle",
+    "product_360/orders",
+    "product_360/orders_enriched",
+    "product_360/pricing",
+    "product_360/product_360",
+    "product_360/product_360_changelog_debezium",
+    "product_360/questions",
+    "product_360/reviews",
+    "product_reviews/product_review_averages",
+    "product_reviews/product_review_stats",
+    "product_reviews/reviewer_ids",
+    "product_reviews/reviews",
+}
+CHECKS = {
+    "first_touch/first_customer_touch:converges_to_source_join",
+    "first_touch/first_customer_touch:primary_key_unique_not_null",
+    "first_touch/first_customer_touch:rows_never_change",
+    "fluss_demo/user_rec_wide:converges_to_source_join",
+    "fluss_demo/user_rec_wide:primary_key_unique_not_null",
+    *(
+        f"product_360/{source}:{source}_{check}"
+        for source in ("catalog", "pricing", "lifecycle", "reviews", "questions")
+        for check in ("freshness", "quarantine_growth", "schema_drift")
+    ),
+    "product_360/orders_enriched:primary_key_unique_not_null",
+    "product_360/product_360:changelog_replays_to_table",
+    "product_360/product_360:compaction_preserved_content",
+    "product_360/product_360:converges_to_source_join",
+    "product_360/product_360:file_count_health",
+    "product_360/product_360:primary_key_unique_not_null",
+    "product_reviews/product_review_averages:primary_key_unique_not_null",
+    "product_reviews/product_review_stats:primary_key_unique_not_null",
+    "product_reviews/product_review_stats:reviews_applied_once",
+    "product_reviews/product_review_stats:stats_match_reviews",
+    "product_reviews/reviewer_ids:primary_key_unique_not_null",
+    "product_reviews/reviewer_ids:reviewer_id_unique",
+    "product_reviews/reviewer_ids:reviewer_ids_never_change",
+}
+JOBS = {
+    "first_customer_touch_job",
+    "product_360_compaction_job",
+    "product_360_job",
+    "product_360_serving_job",
+    "product_review_stats_job",
+    "user_rec_wide_job",
+}
+SCHEDULES = {
+    "first_customer_touch_job_hourly",
+    "product_360_compaction_nightly",
+    "product_360_job_hourly",
+    "product_review_stats_job_hourly",
+    "user_rec_wide_job_hourly",
+}
+SENSORS = {
+    "first_customer_touch_new_data_sensor",
+    *(f"product_360_{s}_sensor" for s in ("catalog", "pricing", "lifecycle", "reviews", "questions")),
+    "product_360_compaction_sensor",
+    "product_360_run_failure_sensor",
+    "product_review_stats_new_data_sensor",
+    "user_rec_wide_new_data_sensor",
+}
+
+
+def test_the_declared_demos_define_what_the_demos_defined() -> None:
+    import definitions
+
+    defs = definitions.defs
+    assert {k.to_user_string() for k in defs.resolve_all_asset_keys()} == ASSETS
+    assert {k.to_user_string() for c in defs.asset_checks or [] for k in c.check_keys} == CHECKS
+    assert {j.name for j in defs.jobs or []} == JOBS
+    assert {s.name for s in defs.schedules or []} == SCHEDULES
+    assert {s.name for s in defs.sensors or []} == SENSORS
+
+
+def test_product_360_is_a_declaration_with_python_only_for_serving() -> None:
+    from wide_assets_defs.product_360.component import Product360
+
+    declaration = ROOT / "wide_assets_defs" / "product_360" / "defs.yaml"
+    lines = [
+        line
+        for line in declaration.read_text("utf-8").splitlines()
+        if line.strip() and not line.strip().startswith("#")
+    ]
+    assert len(lines) < 120
+    import definitions
+
+    component = definitions.DECLARATIONS.load_component("product_360")
+    assert type(component) is Product360 and isinstance(component, WideTableComponent)
+    assert [s.name for s in component.spec.sources] == [
+        "pricing",
+        "lifecycle",
+        "reviews",
+        "questions",
+        "catalog",
+    ]
+
+
+# ------------------------------------------------------------------------------------------ refusals
+@pytest.fixture
+def sandbox() -> Iterator[DefsFolderSandbox]:
+    with create_defs_folder_sandbox() as folder:
+        yield folder
+
+
+def scaffold(sandbox: DefsFolderSandbox, name: str = "my_table") -> tuple[Path, dict[str, Any]]:
+    """`dg scaffold defs wide_assets.WideTableComponent <name>` in the sandbox: its folder and defs.yaml."""
+    path = sandbox.scaffold_component(WideTableComponent, defs_path=name)
+    return path, yaml.safe_load((path / "defs.yaml").read_text("utf-8"))
+
+
+def build(sandbox: DefsFolderSandbox, path: Path, doc: dict[str, Any] | None = None) -> dg.Definitions:
+    if doc is not None:
+        (path / "defs.yaml").write_text(yaml.safe_dump(doc, sort_keys=False), "utf-8")
+    with sandbox.load_component_and_build_defs(defs_path=path) as (component, defs):
+        assert isinstance(component, WideTableComponent)
+        return defs
+
+
+def messages(error: BaseException) -> str:
+    """The error and every error it was raised from, one per line."""
+    found = []
+    cause: BaseException | None = error
+    while cause is not None:
+        found.append(f"{type(cause).__name__}: {cause}")
+        cause = cause.__cause__ or cause.__context__
+    return "\n".join(found)
+
+
+def _source(doc: dict[str, Any], index: int = 0) -> dict[str, Any]:
+    return doc["attributes"]["sources"][index]  # type: ignore[no-any-return]
+
+
+def _table(doc: dict[str, Any]) -> dict[str, Any]:
+    return doc["attributes"]["table"]  # type: ignore[no-any-return]
+
+
+def _rename(mapping: dict[str, Any], old: str, new: str) -> None:
+    mapping[new] = mapping.pop(old)
+
+
+BAD = {
+    "misspelled source field": (
+        lambda d: _rename(_source(d), "op_time", "op_tme"),
+        "source has no field 'op_tme' (did you mean 'op_time'?)",
+    ),
+    "misspelled table field": (
+        lambda d: _rename(_table(d), "primary_key", "primary_keys"),
+        "table has no field 'primary_keys' (did you mean 'primary_key'?)",
+    ),
+    "misspelled option": (
+        lambda d: _rename(_table(d)["options"], "merge-engine", "merge-engin"),
+        "table my_table: Option 'merge-engin' has no effect on paimon merge semantics (did you mean 'merge-engine'?)",
+    ),
+    "option naming no column": (
+        lambda d: _table(d)["options"].update({"fields.points_ts.sequence-group": "pionts"}),
+        "table my_table: Field pionts can not be found in table schema",
+    ),
+    "bad column type": (
+        lambda d: _table(d)["columns"].update(points="integr"),
+        "table my_table: column points has type 'integr': 'integr' is not a Spark SQL type (did you mean 'integer'?)",
+    ),
+    "bad source column type": (
+        lambda d: _source(d)["columns"].update(changed_at="timestmp"),
+        "source profiles: column changed_at has type 'timestmp': 'timestmp' is not a Spark SQL type (did you mean 'timestamp'?)",
+    ),
+    "unknown format": (
+        lambda d: _source(d).update(format="cvs"),
+        "Input should be 'csv', 'parquet', 'debezium', 'flink-json' or 'delta'",
+    ),
+    "feeds an unknown column": (
+        lambda d: _source(d, 1)["feeds"].update(points="pionts"),
+        "source loyalty: it feeds ['pionts'], which are not value columns of my_table",
+    ),
+    "unknown delete rule": (
+        lambda d: _source(d).update(deletes="drop"),
+        "Input should be 'remove-row', 'clear-columns' or 'ignore'",
+    ),
+    "ddl and columns": (
+        lambda d: _table(d).update(ddl="CREATE TABLE my_table (customer_id STRING)"),
+        "table my_table: a table declares either a `ddl` or ['columns', 'primary_key', 'options'], not both.",
+    ),
+    "aggregates of a source keyed by the table": (
+        lambda d: _source(d, 1).update(aggregates={"points": "sum(points)"}),
+        "source loyalty: aggregates are over the rows of a source keyed apart from the table",
+    ),
+    "convergence of an aggregation table": (
+        lambda d: _table(d).update(
+            options={"merge-engine": "aggregation", "fields.points.aggregate-function": "sum"}
+        ),
+        "table my_table: no convergence check can be generated: its merge engine folds every record "
+        "with aggregate functions",
+    ),
+    "bad cron": (
+        lambda d: d["attributes"]["automation"].update(schedule="every hour"),
+        "every hour",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", BAD, ids=list(BAD))
+def test_a_bad_declaration_fails_loading_naming_what_is_wrong(sandbox: DefsFolderSandbox, case: str) -> None:
+    change, message = BAD[case]
+    path, doc = scaffold(sandbox)
+    build(sandbox, path)  # the scaffold itself loads
+    bad = copy.deepcopy(doc)
+    change(bad)
+    with pytest.raises(Exception) as raised:
+        build(sandbox, path, bad)
+    assert message in messages(raised.value)
+
+
+def test_the_documented_example_loads(sandbox: DefsFolderSandbox) -> None:
+    doc = WideTableComponent.__doc__ or ""
+    example = textwrap.dedent(doc.split(".. code-block:: yaml", 1)[1].split("\n\n    Extend", 1)[0])
+    path = sandbox.defs_folder_path / "customer_360"
+    path.mkdir()
+    (path / "defs.yaml").write_text(example, "utf-8")
+    defs = build(sandbox, path)
+    assert {k.to_user_string() for a in defs.assets or [] for k in a.keys} == {
+        "customer_360/profiles",
+        "customer_360/loyalty",
+        "customer_360/customer_360",
+    }
+
+
+def _dg(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}",
+        "DAGSTER_HOME": str(project / ".dagster_home"),
+    }
+    return subprocess.run(
+        [str(VENV_BIN / "dg"), *args], cwd=project, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+PROJECT_PYPROJECT = """\
+[project]
+name = "tables"
+version = "0"
+
+[tool.dg]
+directory_type = "project"
+
+[tool.dg.project]
+root_module = "tables"
+defs_module = "tables"
+code_location_target_module = "definitions"
+"""
+PROJECT_DEFINITIONS = """\
+from pathlib import Path
+
+import dagster as dg
+
+from wide_assets.pipelines import LandingZone
+
+ROOT = Path(__file__).resolve().parent
+defs = dg.Definitions.merge(
+    dg.load_from_defs_folder(path_within_project=ROOT),
+    dg.Definitions(
+        resources={
+            "spark": dg.ResourceDefinition.none_resource(),
+            "lake": dg.ResourceDefinition.none_resource(),
+            "landing": LandingZone(root=str(ROOT / "data")),
+        }
+    ),
+)
+"""
+
+
+@pytest.mark.slow
+def test_dg_scaffolds_a_table_that_dg_check_defs_accepts_and_refuses_once_misspelled(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / "tables").mkdir(parents=True)
+    (project / "tables" / "__init__.py").write_text("", "utf-8")
+    (project / "pyproject.toml").write_text(PROJECT_PYPROJECT, "utf-8")
+    (project / "definitions.py").write_text(PROJECT_DEFINITIONS, "utf-8")
+    (project / ".dagster_home").mkdir()
+    listed = _dg(project, "list", "components")
+    assert listed.returncode == 0 and "wide_assets.WideTableComponent" in listed.stdout
+    scaffolded = _dg(project, "scaffold", "defs", "wide_assets.WideTableComponent", "my_table")
+    assert scaffolded.returncode == 0, scaffolded.stderr
+    declaration = project / "tables" / "my_table" / "defs.yaml"
+    assert (project / "data" / "my_table" / "profiles_001.csv").exists()
+    checked = _dg(project, "check", "defs")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "All definitions loaded successfully." in checked.stdout + checked.stderr
+    declaration.write_text(declaration.read_text("utf-8").replace("merge-engine:", "merge-engin:"), "utf-8")
+    refused = _dg(project, "check", "defs")
+    assert refused.returncode != 0
+    assert (
+        "Option 'merge-engin' has no effect on paimon merge semantics (did you mean 'merge-engine'?)"
+        in refused.stdout + refused.stderr
+    )
+
+
+# ------------------------------------------------------------------------------------------ runs
+@dataclass
+class Lake:
+    """A declared table's definitions bound to a private lake and the sandbox's landing zone."""
+
+    defs: dg.Definitions
+    resources: dict[str, Any]
+    instance: dg.DagsterInstance
+
+    def run(self, selection: Any = None) -> dg.ExecuteInProcessResult:
+        return dg.materialize(
+            [*self.defs.assets, *self.defs.asset_checks],
+            instance=self.instance,
+            resources=self.resources,
+            selection=selection,
+            raise_on_error=False,
+        )
+
+    def path(self, name: str) -> str:
+        return str(self.resources["lake"].path(name))
+
+    def rows(self, spark: Any, name: str) -> set[tuple[Any, ...]]:
+        return {tuple(r) for r in WideTable.open(spark, self.path(name)).read().collect()}
+
+
+def lake(spark: Any, sandbox: DefsFolderSandbox, defs: dg.Definitions, root: Path) -> Lake:
+    resources = {
+        "spark": SparkEngine(engine="sail"),
+        "lake": LakeSettings(root=str(root / "lake")),
+        "landing": LandingZone(root=str(sandbox.project_root / "data")),
+    }
+    assert resources["spark"].spark is spark
+    return Lake(defs, resources, dg.DagsterInstance.ephemeral())
+
+
+def evaluations(result: dg.ExecuteInProcessResult) -> dict[str, Any]:
+    return {e.check_name: e for e in result.get_asset_check_evaluations()}
+
+
+def ts(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+# By hand from the scaffold's sample files: c1's newer profile and balance win; c2's loyalty delete
+# clears its points but keeps the delete's time (its sequence group moves forward).
+SCAFFOLD_ROWS = {
+    ("c1", "Ada Lovelace", ts("2025-01-05 10:00:00"), 25, ts("2025-01-05 11:00:00")),
+    ("c2", "Grace", ts("2025-01-05 09:01:00"), None, ts("2025-01-05 12:00:00")),
+}
+
+
+def test_the_scaffold_materializes_its_sample_and_converges_until_the_table_is_changed(
+    spark: Any, sandbox: DefsFolderSandbox, tmp_path: Path
+) -> None:
+    from deltalake import DeltaTable
+
+    path, _ = scaffold(sandbox)
+    deployment = lake(spark, sandbox, build(sandbox, path), tmp_path)
+    result = deployment.run()
+    assert result.success
+    assert deployment.rows(spark, "my_table/my_table") == SCAFFOLD_ROWS
+    assert {name: e.passed for name, e in evaluations(result).items()} == {
+        "primary_key_unique_not_null": True,
+        "converges_to_source_join": True,
+    }
+    DeltaTable(deployment.path("my_table/my_table")).update(
+        predicate="customer_id = 'c1'", updates={"points": "26"}
+    )
+    checks = dg.AssetSelection.checks_for_assets(dg.AssetKey(["my_table", "my_table"]))
+    convergence = evaluations(deployment.run(checks))["converges_to_source_join"]
+    assert not convergence.passed
+    assert convergence.metadata["differing_keys_by_column"].value == {"points": 1}
+    assert convergence.metadata["examples"].value == ["customer_id='c1': points table=26 expected=25"]
+
+
+LATE_PROFILES = {
+    "my_table/profiles_001.csv": "customer_id,name,changed_at\nc1,Ada,2025-01-05 09:00:00\nc2,Grace,2025-01-05 09:01:00\n",
+    "my_table/profiles_002.csv": "_row_kind,customer_id,name,changed_at\n+U,c1,Ada Lovelace,2025-01-05 10:00:00\n",
+    # Arrives last with an older op time: a sequence group keeps the newer name, arrival order does not.
+    "my_table/profiles_003.csv": "_row_kind,customer_id,name,changed_at\n+U,c1,A. King,2025-01-05 08:00:00\n",
+    "my_table/loyalty_001.csv": "customer_id,points,changed_at\nc1,10,2025-01-05 09:30:00\n",
+}
+
+
+@pytest.mark.parametrize("sequence_groups", [True, False])
+def test_convergence_fails_when_the_options_do_not_mean_what_the_declaration_says(
+    spark: Any, sandbox: DefsFolderSandbox, tmp_path: Path, sequence_groups: bool
+) -> None:
+    path, doc = scaffold(sandbox)
+    for name, content in LATE_PROFILES.items():
+        (sandbox.project_root / "data" / name).write_text(content, "utf-8")
+    if not sequence_groups:
+        # Plain partial-update: the last record to arrive wins, whatever its op time.
+        _table(doc)["options"] = {"merge-engine": "partial-update"}
+    deployment = lake(spark, sandbox, build(sandbox, path, doc), tmp_path)
+    result = deployment.run()
+    convergence = evaluations(result)["converges_to_source_join"]
+    name = {r[0]: r[1] for r in deployment.rows(spark, "my_table/my_table")}["c1"]
+    if sequence_groups:
+        assert result.success and convergence.passed and name == "Ada Lovelace"
+    else:
+        assert not result.success and not convergence.passed and name == "A. King"
+        assert convergence.metadata["differing_keys_by_column"].value == {"name": 1, "profile_ts": 1}
+
+
+@pytest.mark.parametrize("options_ignore_deletes", [True, False])
+def test_declared_ignored_deletes_converge_only_where_the_options_ignore_them(
+    spark: Any, sandbox: DefsFolderSandbox, tmp_path: Path, options_ignore_deletes: bool
+) -> None:
+    path, doc = scaffold(sandbox)
+    _source(doc, 1)["deletes"] = "ignore"
+    if options_ignore_deletes:
+        # Every delete of the table: Paimon refuses ignore-delete beside remove-record-on-sequence-group.
+        options = _table(doc)["options"]
+        del options["partial-update.remove-record-on-sequence-group"]
+        options["ignore-delete"] = True
+        _source(doc, 0)["deletes"] = "ignore"
+    deployment = lake(spark, sandbox, build(sandbox, path, doc), tmp_path)
+    result = deployment.run()
+    convergence = evaluations(result)["converges_to_source_join"]
+    c2 = {r[0]: r for r in deployment.rows(spark, "my_table/my_table")}["c2"]
+    if options_ignore_deletes:
+        # By hand: c2's loyalty delete is ignored, its balance and time stay.
+        assert result.success and convergence.passed
+        assert c2 == ("c2", "Grace", ts("2025-01-05 09:01:00"), 5, ts("2025-01-05 09:31:00"))
+    else:
+        assert not convergence.passed and c2[3] is None
+        assert convergence.metadata["differing_keys_by_column"].value == {"points": 1, "points_ts": 1}
+
+
+ACCOUNTS = """\
+type: wide_assets.WideTableComponent
+attributes:
+  table:
+    name: accounts
+    description: Per account, its plan and its balance.
+    columns: {account_id: bigint, plan: string, plan_ts: timestamp, balance: "decimal(12,2)", balance_ts: timestamp}
+    primary_key: [account_id]
+    options:
+      merge-engine: partial-update
+      fields.plan_ts.sequence-group: plan
+      fields.balance_ts.sequence-group: balance
+  sources:
+    - name: plans
+      description: Plan changes, landed as Parquet files.
+      format: parquet
+      files: ["plans/*.parquet"]
+      columns: {account_id: bigint, plan: string, ts: timestamp}
+      feeds: {plan: plan, ts: plan_ts}
+      op_time: ts
+      deletes: clear-columns
+    - name: balances
+      description: Balance changes, appended to a Delta table by another system.
+      format: delta
+      table: balances
+      columns: {account_id: bigint, balance: "decimal(12,2)", ts: timestamp}
+      feeds: {balance: balance, ts: balance_ts}
+      op_time: ts
+      deletes: clear-columns
+"""
+
+
+def test_parquet_and_delta_sources(spark: Any, sandbox: DefsFolderSandbox, tmp_path: Path) -> None:
+    from decimal import Decimal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from deltalake import write_deltalake
+
+    landing = sandbox.project_root / "data"
+    (landing / "plans").mkdir(parents=True)
+    path = sandbox.defs_folder_path / "accounts"
+    path.mkdir()
+    (path / "defs.yaml").write_text(ACCOUNTS, "utf-8")
+
+    def changes(*rows: tuple[Any, ...], value: str, value_type: pa.DataType) -> pa.Table:
+        names = ["_row_kind", "account_id", value, "ts"]
+        types = [pa.string(), pa.int64(), value_type, pa.timestamp("us")]
+        return pa.table(
+            [pa.array(list(column), t) for column, t in zip(zip(*rows, strict=True), types, strict=True)],
+            names=names,
+        )
+
+    plan = {"value": "plan", "value_type": pa.string()}
+    balance = {"value": "balance", "value_type": pa.decimal128(12, 2)}
+    pq.write_table(
+        changes(("+I", 1, "free", ts("2025-02-01 09:00")), ("+I", 2, "pro", ts("2025-02-01 09:05")), **plan),
+        landing / "plans" / "plans_001.parquet",
+    )
+    pq.write_table(
+        changes(("+U", 1, "pro", ts("2025-02-02 09:00")), **plan), landing / "plans" / "plans_002.parquet"
+    )
+    write_deltalake(
+        landing / "balances",
+        changes(
+            ("+I", 1, Decimal("10.00"), ts("2025-02-01 09:00")),
+            ("+I", 2, Decimal("5.50"), ts("2025-02-01 09:00")),
+            **balance,
+        ),
+    )
+    write_deltalake(
+        landing / "balances",
+        changes(
+            ("+U", 2, Decimal("7.25"), ts("2025-02-03 09:00")),
+            ("-D", 1, Decimal("10.00"), ts("2025-02-04 09:00")),
+            **balance,
+        ),
+        mode="append",
+    )
+    deployment = lake(spark, sandbox, build(sandbox, path), tmp_path)
+    result = deployment.run()
+    assert result.success
+    assert all(e.passed for e in result.get_asset_check_evaluations())
+    # By hand: account 1 moved to pro and its balance was deleted (cleared, at the delete's time).
+    assert deployment.rows(spark, "accounts/accounts") == {
+        (1, "pro", ts("2025-02-02 09:00"), None, ts("2025-02-04 09:00")),
+        (2, "pro", ts("2025-02-01 09:05"), Decimal("7.25"), ts("2025-02-03 09:00")),
+    }
+    again = deployment.run()
+    assert again.success
+    appended = {
+        e.asset_key.path[-1]: e.materialization.metadata["rows_appended"].value
+        for e in again.get_asset_materialization_events()
+        if "rows_appended" in e.materialization.metadata
+    }
+    assert appended == {"plans": 0, "balances": 0}
+
+    # Rewriting the Delta source would offer its records again under new file names: refused.
+    write_deltalake(
+        landing / "balances",
+        changes(("+I", 3, Decimal("1.00"), ts("2025-02-05 09:00")), **balance),
+        mode="overwrite",
+    )
+    refused = deployment.run(dg.AssetSelection.assets(dg.AssetKey(["accounts", "balances"])))
+    assert not refused.success
+    [failure] = refused.get_step_failure_events()
+    assert "the Delta table" in failure.step_failure_data.error.to_string()
+    assert "is not append-only (version 2: WRITE" in failure.step_failure_data.error.to_string()

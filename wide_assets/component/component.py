@@ -1,0 +1,133 @@
+"""`WideTableComponent`: one `defs.yaml` declares one wide table and everything around it.
+
+A thin front-end: the YAML becomes a `WideTableSpec` and the options of `wide_table_defs`, which build
+the same assets, checks, job, schedule, sensors and compaction as a Python declaration would. Nothing
+starts Spark when the definitions load; everything that can be wrong in a declaration is refused then.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Annotated
+
+import dagster as dg
+from pydantic import Field
+
+from wide_assets.component.declaration import (
+    AutomationDeclaration,
+    ChecksDeclaration,
+    CompactionDeclaration,
+    SourceDeclaration,
+    TableDeclaration,
+    table_spec,
+)
+from wide_assets.component.scaffold import WideTableScaffolder
+from wide_assets.pipelines import WideTableSpec, wide_table_defs
+from wide_assets.pipelines.assets import SensorScope
+
+__all__ = ["WideTableComponent"]
+
+
+@dg.scaffold_with(WideTableScaffolder)
+class WideTableComponent(dg.Component, dg.Resolvable, dg.Model):
+    """A partial-update wide table on Delta Lake, fed by CDC sources, with its checks and automation.
+
+    Builds: one ingest asset per source (`<group>/<source>`: landed files -> an append-only Delta
+    change table, each file once), the table's asset (`<group>/<table>`: each source's new records
+    as one exactly-once commit, merged the Paimon/Fluss way its options say), the blocking
+    `primary_key_unique_not_null` and `converges_to_source_join` checks, the job `<table>_job`, an
+    hourly schedule, a new-data sensor, and for write-only tables a compaction job. Needs the
+    `spark`, `lake` and `landing` resources.
+
+    Scaffold one with `dg scaffold defs wide_assets.WideTableComponent <table>`; it writes a
+    commented defs.yaml to edit. Example:
+
+    .. code-block:: yaml
+
+        type: wide_assets.WideTableComponent
+        attributes:
+          table:
+            name: customer_360
+            description: One row per customer, its name and loyalty points from two sources.
+            columns: {customer_id: string, name: string, name_ts: timestamp, points: int, points_ts: timestamp}
+            primary_key: [customer_id]
+            options:
+              merge-engine: partial-update
+              fields.name_ts.sequence-group: name
+              fields.points_ts.sequence-group: points
+              partial-update.remove-record-on-sequence-group: name_ts
+          sources:
+            - name: profiles
+              description: Customer profile changes.
+              files: [customer_360/profiles*.csv]
+              columns: {customer_id: string, name: string, ts: timestamp}
+              feeds: {name: name, ts: name_ts}
+              op_time: ts
+              deletes: remove-row
+            - name: loyalty
+              description: Loyalty point balance changes.
+              format: debezium
+              files: [customer_360/loyalty/*.jsonl]
+              columns: {customer_id: string, points: int, ts: timestamp}
+              feeds: {points: points, ts: points_ts}
+              op_time: ts
+              deletes: clear-columns
+
+    Extend it in Python where a declaration cannot say something: subclass it in a `component.py`
+    beside the defs.yaml, override `build_defs` (use `self.spec`), and name the subclass in the
+    defs.yaml's `type` (`.component.MyTable`).
+    """
+
+    table: Annotated[TableDeclaration, Field(description="The wide table.")]
+    sources: Annotated[
+        list[SourceDeclaration],
+        Field(description="Its sources, applied in this order on every run."),
+    ]
+    checks: Annotated[ChecksDeclaration, Field(description="Its asset checks.")] = ChecksDeclaration()
+    automation: Annotated[
+        AutomationDeclaration, Field(description="The schedule and sensors of its job.")
+    ] = AutomationDeclaration()
+    compaction: Annotated[
+        CompactionDeclaration | None,
+        Field(
+            description="Compaction job and changelog export; omitted: only for write-only tables, with defaults."
+        ),
+    ] = None
+    pool: Annotated[
+        str | None,
+        Field(
+            description="Concurrency pool of every asset and op of the table (default: one per lake table, "
+            "which the instance limits to one run at a time). A shared name serializes several tables."
+        ),
+    ] = None
+
+    @cached_property
+    def spec(self) -> WideTableSpec:
+        """The declaration as a `WideTableSpec` (raises ValueError naming what is wrong)."""
+        return table_spec(self.table, self.sources)
+
+    def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
+        spec = self.spec
+        columns = set(spec.column_names)
+        compaction = self.compaction
+        if compaction is not None:
+            unknown = [c for c in compaction.z_order if c not in columns]
+            if unknown:
+                raise ValueError(f"table {spec.name}: z_order columns {unknown} are not among its columns.")
+        health = self.checks.source_health
+        export = (compaction or CompactionDeclaration.model_validate({})).export
+        sensor: SensorScope | None = None if self.automation.sensor == "none" else self.automation.sensor
+        return wide_table_defs(
+            spec,
+            key_check=self.checks.primary_key,
+            convergence=self.checks.convergence,
+            rows_never_change=self.checks.rows_never_change,
+            source_health=health.max_lag if health else None,
+            sensor=sensor,
+            schedule=self.automation.schedule,
+            failure_sensor=self.automation.run_failure_sensor,
+            automation_condition=dg.AutomationCondition.eager() if self.automation.eager else None,
+            pool=self.pool,
+            compaction=compaction.policy() if compaction else None,
+            export_encoding=None if export == "none" else export,
+        )

@@ -1,0 +1,325 @@
+"""The typed YAML schema of a wide table's `defs.yaml`, and its translation into the declarative specs.
+
+Each model forbids unknown fields, so a misspelled field fails when the definitions load, at its line
+of the YAML. `table_spec` then builds the `WideTableSpec` (columns, types, keys, feeds, op times) and
+parses the Paimon/Fluss options, refusing an option that means nothing to the table's dialect; every
+refusal names the table or source and, where there is one, the closest valid name.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from datetime import timedelta
+from typing import Annotated, Any, Literal
+
+import dagster as dg
+from pydantic import Field, model_validator
+
+from wide_assets.pipelines import CompactionPolicy, SourceSpec, WideTableSpec
+from wide_assets.pipelines.triggers import HOURLY
+
+__all__ = [
+    "AutomationDeclaration",
+    "ChecksDeclaration",
+    "CompactionDeclaration",
+    "Declaration",
+    "SourceDeclaration",
+    "SourceHealthDeclaration",
+    "TableDeclaration",
+    "table_spec",
+]
+
+COLUMNS = Field(
+    description="Column name -> Spark SQL type (`string`, `bigint`, `decimal(10,2)`, `timestamp`, "
+    "`array<string>`, ...), in table order.",
+    examples=[{"customer_id": "string", "points": "int", "updated": "timestamp"}],
+)
+OptionValue = str | int | float | bool
+
+
+class Declaration(dg.Model):
+    """A part of the YAML: refuses a field it does not have, naming the closest one it has."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            problems = []
+            for name in data:
+                if name not in cls.model_fields:
+                    close = difflib.get_close_matches(str(name), list(cls.model_fields), n=1)
+                    hint = f" (did you mean {close[0]!r}?)" if close else ""
+                    problems.append(
+                        f"{cls.__name__.removesuffix('Declaration').lower()} has no field {name!r}{hint}"
+                    )
+            if problems:
+                raise ValueError("; ".join(problems))
+        return data
+
+
+class TableDeclaration(Declaration):
+    """The wide table: by columns, primary key and options, or by a Flink `CREATE TABLE` statement."""
+
+    name: Annotated[
+        str | None,
+        Field(description="Table name (letters, digits, `_`); taken from `ddl` when that is given."),
+    ] = None
+    description: Annotated[str, Field(description="One line: what a row of the table is.")]
+    group: Annotated[
+        str | None,
+        Field(description="Asset group and first part of every asset key (default: the table's name)."),
+    ] = None
+    ddl: Annotated[
+        str | None,
+        Field(
+            description="A Flink SQL `CREATE TABLE` (Paimon or Fluss) with `PRIMARY KEY (...) NOT ENFORCED` "
+            "and `WITH (...)` options, instead of `columns`, `primary_key` and `options`.",
+        ),
+    ] = None
+    columns: Annotated[dict[str, str] | None, COLUMNS] = None
+    primary_key: Annotated[list[str] | None, Field(description="The key columns, in order.")] = None
+    options: Annotated[
+        dict[str, OptionValue],
+        Field(
+            default_factory=dict,
+            description="Paimon or Fluss table options, verbatim (any `table.*` key selects Fluss).",
+            examples=[{"merge-engine": "partial-update", "fields.updated.sequence-group": "points"}],
+        ),
+    ]
+
+
+class SourceDeclaration(Declaration):
+    """A source of change records and the wide-table columns it feeds."""
+
+    name: Annotated[str, Field(description="Source name; its ingest asset is `<group>/<name>`.")]
+    description: Annotated[str, Field(description="One line: what its records are.")]
+    format: Annotated[
+        Literal["csv", "parquet", "debezium", "flink-json", "delta"],
+        Field(
+            description="How records are landed: CSV or Parquet files (optional `_row_kind` column: "
+            "+I, -U, +U, -D), Debezium JSON envelopes, Flink changelog JSON (one object per line), or an "
+            "append-only Delta table of such rows."
+        ),
+    ] = "csv"
+    files: Annotated[
+        list[str],
+        Field(
+            default_factory=list,
+            description="Glob patterns under the landing zone (file formats).",
+            examples=[["orders/*.csv"]],
+        ),
+    ]
+    table: Annotated[
+        str | None,
+        Field(description="Path of the Delta table under the landing zone (format `delta`)."),
+    ] = None
+    columns: Annotated[dict[str, str], COLUMNS]
+    primary_key: Annotated[
+        list[str] | None,
+        Field(description="The source's key (default: the table's); maps onto the table's key by position."),
+    ] = None
+    key_columns: Annotated[
+        list[str],
+        Field(
+            default_factory=list,
+            description="For a source keyed apart from the table (e.g. reviews of a product): its "
+            "columns holding the table's key.",
+        ),
+    ]
+    feeds: Annotated[
+        dict[str, str],
+        Field(
+            description="Source column -> the wide column it writes.",
+            examples=[{"points": "points", "updated": "points_updated"}],
+        ),
+    ]
+    op_time: Annotated[
+        str | None,
+        Field(description="The column holding each change's operation time: it orders the records."),
+    ] = None
+    deletes: Annotated[
+        Literal["remove-row", "clear-columns", "ignore"],
+        Field(
+            description="What a `-D` of this source means: the whole wide row goes, only the columns it "
+            "feeds become NULL, or nothing. The convergence check expects exactly this."
+        ),
+    ] = "remove-row"
+    aggregates: Annotated[
+        dict[str, str],
+        Field(
+            default_factory=dict,
+            description="For a source with `key_columns`: wide column -> the Spark SQL aggregate that is "
+            "its value, over the latest record of each of the source's rows with that key (`_live`: "
+            "that record is not a retraction).",
+            examples=[{"review_cnt": "count_if(_live)"}],
+        ),
+    ]
+    transform: Annotated[
+        str | None,
+        Field(
+            description="Spark SQL computing the wide rows from `{pending}` (records not applied yet) and "
+            "`{applied}` (all records up to the last pending one), instead of feeding one to one."
+        ),
+    ] = None
+    max_bad_records: Annotated[
+        int | None,
+        Field(
+            description="Quarantine up to this many malformed records per run (fail above it); "
+            "null: any malformed record fails the run.",
+        ),
+    ] = None
+
+    def spec(self, table_key: list[str]) -> SourceSpec:
+        if self.format == "delta":
+            if self.files or not self.table:
+                raise ValueError(f"source {self.name}: a delta source names its `table`, not `files`.")
+            locations: tuple[str, ...] = (self.table,)
+        elif not self.files or self.table:
+            raise ValueError(f"source {self.name}: a {self.format} source names its `files`, not a `table`.")
+        else:
+            locations = tuple(self.files)
+        return SourceSpec(
+            name=self.name,
+            description=self.description,
+            files=locations,
+            columns=tuple(self.columns.items()),
+            primary_key=tuple(self.primary_key or table_key),
+            feeds=self.feeds,
+            op_time=self.op_time,
+            format=self.format,
+            max_bad_records=self.max_bad_records,
+            transform=self.transform,
+            key_columns=tuple(self.key_columns),
+            deletes=self.deletes,
+            aggregates=self.aggregates,
+        )
+
+
+class SourceHealthDeclaration(Declaration):
+    """Non-blocking warnings on every source: freshness, schema drift (JSON), quarantine growth."""
+
+    max_lag_hours: Annotated[
+        float, Field(description="Warn when a source's newest op time is older than this.")
+    ] = 24.0
+
+    @property
+    def max_lag(self) -> timedelta:
+        return timedelta(hours=self.max_lag_hours)
+
+
+class ChecksDeclaration(Declaration):
+    """The table's asset checks."""
+
+    primary_key: Annotated[
+        bool, Field(description="Blocking: the key is unique and never NULL (`primary_key_unique_not_null`).")
+    ] = True
+    convergence: Annotated[
+        bool,
+        Field(
+            description="Blocking: every row equals the join of its sources' latest states by op time with "
+            "their declared delete rules, computed without the merge (`converges_to_source_join`)."
+        ),
+    ] = True
+    rows_never_change: Annotated[
+        bool,
+        Field(
+            description="Blocking: a row, once written, never changes (first-row tables; `rows_never_change`)."
+        ),
+    ] = False
+    source_health: Annotated[
+        SourceHealthDeclaration | None, Field(description="Source warnings; omit for none.")
+    ] = None
+
+
+class CompactionDeclaration(Declaration):
+    """The table's compaction job (`<table>_compaction_job`), its schedule and sensor, and its
+    changelog export; a `write-only` table gets the defaults when this is omitted."""
+
+    cron: Annotated[str, Field(description="Off-peak schedule of the compaction job.")] = "0 3 * * *"
+    max_pending_commits: Annotated[int, Field(description="Compact above this many pending commits.")] = 10
+    max_files: Annotated[int, Field(description="Compact above this many files.")] = 50
+    max_pending_minutes: Annotated[
+        float, Field(description="Compact when the oldest pending commit waited longer.")
+    ] = 60.0
+    z_order: Annotated[list[str], Field(default_factory=list, description="Columns to Z-order the files by.")]
+    export: Annotated[
+        Literal["debezium", "flink-json", "upsert", "retract", "append", "none"],
+        Field(description="Encoding of the changelog export asset (`none`: no export)."),
+    ] = "debezium"
+
+    def policy(self) -> CompactionPolicy:
+        return CompactionPolicy(
+            cron=self.cron,
+            max_pending_commits=self.max_pending_commits,
+            max_files=self.max_files,
+            max_pending_minutes=self.max_pending_minutes,
+            z_order=tuple(self.z_order),
+        )
+
+
+class AutomationDeclaration(Declaration):
+    """What starts the table's job (`<table>_job`: ingest every source, then apply them)."""
+
+    schedule: Annotated[str | None, Field(description="Cron of the job's schedule; null for none.")] = HOURLY
+    sensor: Annotated[
+        Literal["table", "per-source", "none"],
+        Field(description="A new-data sensor for all sources, one per source's landing folder, or none."),
+    ] = "table"
+    run_failure_sensor: Annotated[bool, Field(description="Log a clear message when a run fails.")] = False
+    eager: Annotated[
+        bool,
+        Field(description="Materialize the table as soon as a source was ingested (declarative automation)."),
+    ] = False
+
+
+def _definition(
+    table: TableDeclaration,
+) -> tuple[str, tuple[tuple[str, str], ...], tuple[str, ...], dict[str, str]]:
+    """(name, columns, primary key, options) from the columns form or from the DDL."""
+    from wide_assets.options.common import option_text
+
+    if table.ddl is None:
+        if table.name is None or table.columns is None or table.primary_key is None:
+            raise ValueError("a table declares `name`, `columns` and `primary_key`, or a `ddl`.")
+        options = {key: option_text(value) for key, value in table.options.items()}
+        return table.name, tuple(table.columns.items()), tuple(table.primary_key), options
+    given = [f for f in ("columns", "primary_key", "options") if f in table.model_fields_set]
+    if given:
+        raise ValueError(f"a table declares either a `ddl` or {given}, not both.")
+    # wide_assets.ddl is the Flink CREATE TABLE parser; imported by name, only for a table that uses it.
+    parsed = importlib.import_module("wide_assets.ddl").parse_create_table(table.ddl)
+    if table.name is not None and table.name != parsed.name:
+        raise ValueError(f"the ddl creates {parsed.name!r}; the names must agree.")
+    columns = tuple((c.name, c.type if c.nullable else f"{c.type} not null") for c in parsed.columns)
+    return parsed.name, columns, tuple(parsed.primary_key), dict(parsed.options)
+
+
+def _check_options(spec: WideTableSpec) -> None:
+    """Parse the options as `WideTable.create` will: a misspelled or unsupported one is refused."""
+    from wide_assets.errors import InvalidOptionError
+    from wide_assets.spec import TableSpec
+
+    try:
+        TableSpec.build(spec.columns, spec.primary_key, spec.options)
+    except InvalidOptionError as error:
+        raise ValueError(f"table {spec.name}: {error}") from error
+
+
+def table_spec(table: TableDeclaration, sources: list[SourceDeclaration]) -> WideTableSpec:
+    """The declaration as a `WideTableSpec`, validated: raises ValueError naming what is wrong."""
+    try:
+        name, columns, primary_key, options = _definition(table)
+    except ValueError as error:
+        raise ValueError(f"table {table.name or '(unnamed)'}: {error}") from error
+    spec = WideTableSpec(
+        name=name,
+        description=table.description,
+        group=table.group or name,
+        columns=columns,
+        primary_key=primary_key,
+        options=options,
+        sources=tuple(source.spec(list(primary_key)) for source in sources),
+    )
+    _check_options(spec)
+    return spec
