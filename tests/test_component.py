@@ -197,7 +197,7 @@ BAD = {
     ),
     "misspelled option": (
         lambda d: _rename(_table(d)["options"], "merge-engine", "merge-engin"),
-        "table my_table: Option 'merge-engin' has no effect on paimon merge semantics (did you mean 'merge-engine'?)",
+        "Unknown option 'merge-engin' for a Paimon table (did you mean 'merge-engine'?)",
     ),
     "option naming no column": (
         lambda d: _table(d)["options"].update({"fields.points_ts.sequence-group": "pionts"}),
@@ -205,11 +205,11 @@ BAD = {
     ),
     "bad column type": (
         lambda d: _table(d)["columns"].update(points="integr"),
-        "table my_table: column points has type 'integr': 'integr' is not a Spark SQL type (did you mean 'integer'?)",
+        "table my_table: column points has type 'integr': unknown type name 'integr' (did you mean 'integer'?)",
     ),
     "bad source column type": (
         lambda d: _source(d)["columns"].update(changed_at="timestmp"),
-        "source profiles: column changed_at has type 'timestmp': 'timestmp' is not a Spark SQL type (did you mean 'timestamp'?)",
+        "source profiles: column changed_at has type 'timestmp': unknown type name 'timestmp' (did you mean 'timestamp'?)",
     ),
     "unknown format": (
         lambda d: _source(d).update(format="cvs"),
@@ -337,7 +337,7 @@ def test_dg_scaffolds_a_table_that_dg_check_defs_accepts_and_refuses_once_misspe
     refused = _dg(project, "check", "defs")
     assert refused.returncode != 0
     assert (
-        "Option 'merge-engin' has no effect on paimon merge semantics (did you mean 'merge-engine'?)"
+        "Unknown option 'merge-engin' for a Paimon table (did you mean 'merge-engine'?)"
         in refused.stdout + refused.stderr
     )
 
