@@ -95,7 +95,10 @@ def test_seed_demo_on_s3_equals_the_seed(spark: Any, s3: S3Endpoint, tmp_path: P
     deployment = _deploy(spark, tmp_path, lake=s3.uri("demo"))
     result = deployment.run()
     assert result.success
-    assert [e.passed for e in result.get_asset_check_evaluations()] == [True]
+    assert {e.check_name: e.passed for e in result.get_asset_check_evaluations()} == {
+        "primary_key_unique_not_null": True,
+        "converges_to_source_join": True,
+    }
     table = deployment.table()
     assert table.path == s3.uri("demo", SPEC.group, SPEC.name)
     assert _rows(table.read()) == seed.snapshot
