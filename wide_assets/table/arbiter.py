@@ -13,7 +13,7 @@ import contextlib
 import random
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from wide_assets.errors import ConcurrentWriteError
 
@@ -84,28 +84,21 @@ def commit_properties(through: int | None = None) -> Any:
 
 def append(table: DeltaTable, rows: pa.Table, through: int | None = None) -> None:
     """Append `rows` as the version after `table`'s snapshot, or raise `Conflict`."""
-    from deltalake import write_deltalake
-
-    with arbitrated():
-        write_deltalake(
-            table,
-            conform(rows, table),
-            mode="append",
-            commit_properties=commit_properties(through),
-        )
+    _write(table, rows, "append", through)
 
 
 def overwrite(table: DeltaTable, rows: pa.Table, through: int) -> None:
     """Replace every row with `rows` as the version after `table`'s snapshot, or raise `Conflict`."""
+    _write(table, rows, "overwrite", through)
+
+
+def _write(
+    table: DeltaTable, rows: pa.Table, mode: Literal["append", "overwrite"], through: int | None
+) -> None:
     from deltalake import write_deltalake
 
     with arbitrated():
-        write_deltalake(
-            table,
-            conform(rows, table),
-            mode="overwrite",
-            commit_properties=commit_properties(through),
-        )
+        write_deltalake(table, conform(rows, table), mode=mode, commit_properties=commit_properties(through))
 
 
 def conform(rows: pa.Table, table: DeltaTable) -> pa.Table:
