@@ -16,11 +16,14 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from bench.workload import COLUMN_NAMES, COLUMNS, KEY, OPTIONS, SCHEMA, SOURCES, Layout, Source
 
@@ -35,14 +38,46 @@ WIDE_BASES = {
 PLAIN_BASES = {"delta": {}, "delta_dv": {"delta.enableDeletionVectors": "true"}}
 
 
+class RssSamples:
+    """This process's RSS (Sail runs inside it) sampled every 50 ms by a daemon thread, so that any
+    stretch of the run has a peak. (`ru_maxrss` cannot serve: Linux carries it across `exec`, so a
+    candidate would report the benchmark driver's own peak.)"""
+
+    def __init__(self) -> None:
+        self.samples: list[tuple[float, int]] = []
+        threading.Thread(target=self._sample, daemon=True).start()
+
+    def _sample(self) -> None:
+        process = psutil.Process()
+        while True:
+            self.samples.append((time.perf_counter(), process.memory_info().rss))
+            time.sleep(0.05)
+
+    def peak_mb(self, since: float, until: float) -> float:
+        """The largest RSS (MB) sampled in [since, until] (the latest sample before it when none)."""
+        inside = [rss for t, rss in self.samples if since <= t <= until]
+        before = [rss for t, rss in self.samples if t < since][-1:]
+        return max(inside or before or [0]) / 2**20
+
+
 class Timings(dict[str, float]):
-    """Named wall-clock phases in seconds; `total` is what the benchmark reports."""
+    """Named wall-clock phases in seconds; `total` is what the benchmark reports. `high_water` holds
+    each phase's peak RSS (MB), and `setup`'s: from the process start to the first phase."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.high_water: dict[str, float] = {}
+        self.rss = RssSamples()
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
         started = time.perf_counter()
+        if not self.high_water:
+            self.high_water["setup"] = self.rss.peak_mb(0.0, started)
         yield
-        self[name] = self.get(name, 0.0) + time.perf_counter() - started
+        ended = time.perf_counter()
+        self[name] = self.get(name, 0.0) + ended - started
+        self.high_water[name] = max(self.high_water.get(name, 0.0), self.rss.peak_mb(started, ended))
 
 
 # ------------------------------------------------------------------------------------------ shared SQL
@@ -398,7 +433,7 @@ def setup(layout: Layout) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """Run one candidate (or `setup`) and write its timings as JSON."""
+    """Run one candidate (or `setup`) and write its timings and per-phase peak RSS as JSON."""
     name, root, n, k, result = argv
     layout = Layout(Path(root), int(n), int(k))
     timings = Timings()
@@ -406,7 +441,7 @@ def main(argv: list[str]) -> None:
         setup(layout)
     else:
         CANDIDATES[name](layout, timings)
-    Path(result).write_text(json.dumps(timings))
+    Path(result).write_text(json.dumps({"seconds": timings, "high_water_mb": timings.high_water}))
 
 
 if __name__ == "__main__":

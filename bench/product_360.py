@@ -19,6 +19,7 @@ import json
 import os
 import platform
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -77,6 +78,11 @@ TARGET_SIZE = (1_000_000, 100_000)
 # Growth: the same K into a 10x larger table.
 GROWTH_SIZES = ((1_000_000, 10_000), (10_000_000, 10_000))
 INITIAL_LOAD_MAX_ROWS = 1_000_000
+# A candidate whose processes use no CPU time for this long is killed and reported as stalled: Sail
+# 0.7.2's local cluster was seen to stall for good mid-query (every thread idle), which must not stall
+# the whole run. Progress is more than STALL_CPU_S of CPU time since the last progress.
+STALL_TIMEOUT_S = 90.0
+STALL_CPU_S = 0.5
 
 
 @dataclass
@@ -90,6 +96,8 @@ class Run:
     phases: dict[str, float] = field(default_factory=dict)
     # Add actions carrying a deletion vector in the result's Delta log; None without a Delta result.
     deletion_vectors: int | None = None
+    # The candidate process's peak RSS (MB) in each phase (`bench.candidates.Timings`).
+    high_water: dict[str, float] = field(default_factory=dict)
 
     def time(self, phase: str = "total") -> float:
         """Seconds of one timed phase."""
@@ -189,8 +197,12 @@ def parse_sizes(text: str) -> list[tuple[int, int]]:
     return [(int(n), int(k)) for n, k in (part.split(":") for part in text.split(","))]
 
 
-def run_process(name: str, layout: Layout) -> tuple[dict[str, float], float, str | None]:
-    """Run `bench.candidates <name>` in a fresh process; its timings, the tree's peak RSS (MB), any error."""
+def run_process(
+    name: str, layout: Layout, engine_env: dict[str, str] | None = None
+) -> tuple[dict[str, dict[str, float]], float, str | None]:
+    """Run `bench.candidates <name>` in a fresh process (`engine_env` added to its environment, e.g.
+    `SAIL_MODE`); its report (`seconds` and `high_water_mb` per phase), the tree's peak RSS (MB), any
+    error."""
     with tempfile.NamedTemporaryFile(suffix=".json") as result, tempfile.TemporaryFile() as log:
         command = [
             sys.executable,
@@ -201,17 +213,30 @@ def run_process(name: str, layout: Layout) -> tuple[dict[str, float], float, str
             str(layout.n),
             str(layout.k),
         ]
-        env = {**os.environ, "RUST_LOG": "error"}  # Sail's shutdown warnings would bury a traceback
+        # Sail's shutdown warnings would bury a traceback.
+        env = {**os.environ, "RUST_LOG": "error", **(engine_env or {})}
         process = psutil.Popen(
             [*command, result.name], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
         )
         peak = 0
+        cpu, progressed = 0.0, time.monotonic()
         while process.poll() is None:
-            total = 0
-            for member in [process, *process.children(recursive=True)]:
+            total, used = 0, 0.0
+            members = [process, *process.children(recursive=True)]
+            for member in members:
                 with contextlib.suppress(psutil.NoSuchProcess):
                     total += member.memory_info().rss
+                    times = member.cpu_times()
+                    used += times.user + times.system
             peak = max(peak, total)
+            if used > cpu + STALL_CPU_S:
+                cpu, progressed = used, time.monotonic()
+            elif time.monotonic() - progressed > STALL_TIMEOUT_S:
+                for member in members:
+                    with contextlib.suppress(psutil.NoSuchProcess):
+                        member.kill()
+                process.wait()
+                return {}, peak / 2**20, f"stalled: no CPU time used for {STALL_TIMEOUT_S:.0f} s; killed"
             time.sleep(SAMPLE_SECONDS)
         if process.returncode != 0:
             log.seek(0)
@@ -244,33 +269,48 @@ def deletion_vectors(name: str, layout: Layout) -> int | None:
     return sum(1 for action in actions if action.get("add", {}).get("deletionVector"))
 
 
-def measure(layout: Layout, candidates: list[str], seed: int, progress: tqdm[Never]) -> list[Run]:
-    """Generate the data, build the bases, run and verify every candidate at one size; `progress` (a
-    `wide_assets.progress.steps` bar) advances by one per step: generation, setup, each candidate."""
-    size = f"N={layout.n:,} K={layout.k:,}"
-    progress.set_description(f"{size} generate")
+def prepare(layout: Layout, seed: int) -> pa.Table:
+    """Generate one size's data and build its bases (each once per N); return the oracle's table."""
     generate(layout, seed)
-    progress.update()
-    progress.set_description(f"{size} setup")
     _, _, error = run_process("setup", layout)
     if error:
         raise RuntimeError(f"setup failed:\n{error}")
-    expected = oracle(layout)
-    progress.update()
+    return oracle(layout)
+
+
+def run_candidate(
+    name: str, layout: Layout, expected: pa.Table, engine_env: dict[str, str] | None = None
+) -> Run:
+    """Run one candidate in a fresh process on a prepared size and verify its result against `expected`
+    (a previous run's output of the same candidate is removed first)."""
+    shutil.rmtree(layout.output(name), ignore_errors=True)
+    report, peak, error = run_process(name, layout, engine_env)
+    if error is None:
+        error = mismatch(result_table(name, layout), expected)
+    vectors = deletion_vectors(name, layout)
+    if error is None and name in WRITES_DELETION_VECTORS and not vectors:
+        error = "its MERGE wrote no deletion vector"
+    phases = report.get("seconds", {})
+    run = Run(
+        name, phases.get("total", float("nan")), peak, error, phases, vectors, report.get("high_water_mb", {})
+    )
+    status = "ok" if error is None else f"FAILED: {error.splitlines()[-1] if error else ''}"
+    mode = " ".join(f"{k}={v}" for k, v in (engine_env or {}).items())
+    note(f"  N={layout.n} K={layout.k} {name} {mode}: {run.seconds:.2f} s, {peak:.0f} MB, {status}")
+    return run
+
+
+def measure(layout: Layout, candidates: list[str], seed: int, progress: tqdm[Never]) -> list[Run]:
+    """Prepare one size and run and verify every candidate on it; `progress` (a
+    `wide_assets.progress.steps` bar) advances by one per step: preparation (two steps), each candidate."""
+    size = f"N={layout.n:,} K={layout.k:,}"
+    progress.set_description(f"{size} generate and setup")
+    expected = prepare(layout, seed)
+    progress.update(2)
     runs = []
     for name in candidates:
         progress.set_description(f"{size} {name}")
-        phases, peak, error = run_process(name, layout)
-        if error is None:
-            error = mismatch(result_table(name, layout), expected)
-        vectors = deletion_vectors(name, layout)
-        if error is None and name in WRITES_DELETION_VECTORS and not vectors:
-            error = "its MERGE wrote no deletion vector"
-        runs.append(Run(name, phases.get("total", float("nan")), peak, error, phases, vectors))
-        status = "ok" if error is None else f"FAILED: {error.splitlines()[-1] if error else ''}"
-        note(
-            f"  N={layout.n} K={layout.k} {name}: {phases.get('total', float('nan')):.2f} s, {peak:.0f} MB, {status}"
-        )
+        runs.append(run_candidate(name, layout, expected))
         progress.update()
     return runs
 

@@ -29,6 +29,12 @@ def _conf_value(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
+def _resolved(value: str | None) -> str | None:
+    """A field's value outside a Dagster run too: there an `EnvVar` field is still the `EnvVar`
+    (`python -m demos` reads the resource directly), and str() of one raises."""
+    return value.get_value() if isinstance(value, dg.EnvVar) else value
+
+
 class SparkEngine(LazyPySparkResource):
     """Spark session resource that picks Sail, Spark Connect or classic Spark and starts it on first use."""
 
@@ -52,7 +58,7 @@ class SparkEngine(LazyPySparkResource):
         if self._settings is None:
             self._settings = EngineSettings(
                 engine=self.engine,
-                remote=self.remote,
+                remote=_resolved(self.remote),
                 master=self.master,
                 with_delta=self.with_delta,
                 spark_conf={k: _conf_value(v) for k, v in self.spark_config.items()},

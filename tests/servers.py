@@ -7,12 +7,18 @@ exactly one winner and one 412 — what delta-rs and Sail rely on to commit safe
 service. Clients reach it through the standard AWS_* variables.
 
 The Spark Connect server is pysail's `sail spark server`, the shape of a remote Sail deployment.
+
+`.venv/bin/python tests/servers.py s3 DIR` runs the same S3 server by hand (data under DIR) and prints
+the `export` lines that point a shell at it, until Ctrl-C: the local object store of docs/deploy.md.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import shlex
+import signal
 import socket
 import subprocess
 import sys
@@ -231,3 +237,30 @@ def sail_server(root: Path, env: Mapping[str, str]) -> Iterator[SailServer]:
     with _running(command, root, {**os.environ, **env}) as server:
         server.wait_until(listening, "the Sail Spark Connect server")
         yield SailServer(f"sc://127.0.0.1:{port}", server.log)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run a local S3 server by hand until interrupted, printing the variables that reach it."""
+    parser = argparse.ArgumentParser(description="Run the test suite's S3 server by hand.")
+    parser.add_argument("server", choices=["s3"])
+    parser.add_argument("root", type=Path, help="a new directory for its data and log")
+    parser.add_argument("--bucket", default="lake")
+    args = parser.parse_args(argv)
+    if args.root.exists() and any(args.root.iterdir()):
+        parser.error(f"{args.root} is not empty: the server starts on a new directory")
+    args.root.mkdir(parents=True, exist_ok=True)
+    # A service manager stops with SIGTERM: end as Ctrl-C does, so the server is stopped too.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    with seaweedfs(args.root.resolve(), args.bucket) as endpoint:
+        for name, value in endpoint.env.items():
+            print(f"export {name}={shlex.quote(value)}")
+        print(f"# bucket: {endpoint.uri()}  (Ctrl-C stops the server)", flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()

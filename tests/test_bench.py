@@ -34,3 +34,36 @@ def test_the_verification_can_fail(tmp_path: Path) -> None:
     changed = expected.set_column(expected.schema.get_field_index("price"), "price", pa.array(price))
     assert mismatch(changed, expected) == "rows differ in columns {'price': 1}"
     assert mismatch(expected.slice(1), expected) is not None
+
+
+def test_the_scale_run_checks_every_candidate_in_every_mode(tmp_path: Path) -> None:
+    from bench.scale import main as scale
+
+    out = tmp_path / "SCALE.md"
+    sizes = "2000:300,4000:300,4000:600"
+    candidates = "wide_assets_default,wide_assets_write_only,deltars_merge"
+    results = scale(
+        ["--sizes", sizes, "--candidates", candidates, "--workdir", str(tmp_path), "--out", str(out)]
+    )
+    expected = [
+        ("wide_assets_default", "local"),
+        ("wide_assets_default", "local-cluster"),
+        ("wide_assets_write_only", "local"),
+        ("wide_assets_write_only", "local-cluster"),
+        ("deltars_merge", ""),
+    ]
+    for runs in results.values():
+        assert list(runs) == expected
+        assert {key: run.error for key, run in runs.items()} == dict.fromkeys(expected)
+        # The write-only run reports where its memory peaked, phase by phase.
+        assert list(runs[("wide_assets_write_only", "local")].high_water) == [
+            "setup",
+            "total",
+            "read_pending",
+            "compaction",
+            "read_compacted",
+        ]
+    report = out.read_text()
+    assert "N 2,000 -> 4,000 (2x) at K=300" in report and "K 300 -> 600 (2x) at N=4,000" in report
+    # Each size's files are gone once it ran: the disk holds one N at a time.
+    assert not any(tmp_path.glob("tmp*/n*"))

@@ -125,3 +125,10 @@ def test_resources_start_no_engine_until_used() -> None:
         resources = resources_for_env(engine)
         assert set(resources) == {"spark", "lake"}
         assert resources["spark"]._spark_session is None
+
+
+def test_the_connect_url_resolves_outside_a_dagster_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `python -m demos` reads the resource directly, where its EnvVar field is not resolved for it.
+    monkeypatch.setenv("WIDE_ASSETS_SPARK_REMOTE", "sc://sail.example:50051")
+    spark = resources_for_env("connect")["spark"]
+    assert spark.settings.remote == "sc://sail.example:50051"
