@@ -22,6 +22,7 @@ from wide_assets.options.common import (
     dialect_of,
     name_list,
     option_text,
+    parse_bool,
     unparsable,
 )
 from wide_assets.options.fluss import parse_fluss
@@ -50,6 +51,7 @@ class TableSpec(Schema):
         spec = cls(parsed, tuple(primary_key), opts)
         spec.merge  # noqa: B018 - parse and validate eagerly so errors surface at create
         spec.bucketing  # noqa: B018
+        spec.deletion_vectors  # noqa: B018
         return spec
 
     @cached_property
@@ -76,6 +78,13 @@ class TableSpec(Schema):
     def bucketing(self) -> Bucketing | None:
         """Fixed buckets (Paimon `bucket`/`bucket-key`, Fluss `bucket.num`/`bucket.key`), or None."""
         return Bucketing.parse(self)
+
+    @cached_property
+    def deletion_vectors(self) -> bool:
+        """Whether a write marks the rows it replaces as deleted (Delta deletion vectors, the default
+        here) instead of rewriting their files (`deletion-vectors.enabled: false`, for readers that
+        cannot read deletion vectors). Fixed when the table is created."""
+        return parse_bool(self.options, "deletion-vectors.enabled", default=True)
 
     def to_json(self) -> str:
         return json.dumps(

@@ -17,10 +17,11 @@ from wide_assets.spark_types import check_type
 
 Dialect = Literal["paimon", "fluss"]
 
-# Options with an effect here in either dialect: the physical layout (buckets, write-only writers),
-# never the merged result. (`deletion-vectors.enabled` has none: delta-rs, which makes every commit,
-# cannot write deletion vectors.)
-LAYOUT_OPTIONS = frozenset({"bucket", "bucket-key", "bucket.num", "bucket.key", "write-only"})
+# Options with an effect here in either dialect: the physical layout (buckets, write-only writers,
+# deletion vectors or copy-on-write), never the merged result.
+LAYOUT_OPTIONS = frozenset(
+    {"bucket", "bucket-key", "bucket.num", "bucket.key", "write-only", "deletion-vectors.enabled"}
+)
 # The options each dialect's parser reads (`wide_assets.options.paimon`, `wide_assets.options.fluss`).
 INTERPRETED_OPTIONS: dict[Dialect, frozenset[str]] = {
     "paimon": frozenset(

@@ -12,14 +12,15 @@ from __future__ import annotations
 import contextlib
 import random
 import time
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from wide_assets.errors import ConcurrentWriteError
 
 if TYPE_CHECKING:
-    import pyarrow as pa
     from deltalake import DeltaTable
+
+    from wide_assets.table.files import WrittenFile
 
 # The table's Delta application-transaction id: its version is the last commit the table holds.
 APP_ID = "wide_assets"
@@ -82,41 +83,26 @@ def commit_properties(through: int | None = None) -> Any:
     return CommitProperties(max_commit_retries=0, app_transactions=transactions)
 
 
-def append(table: DeltaTable, rows: pa.Table, through: int | None = None) -> None:
-    """Append `rows` as the version after `table`'s snapshot, or raise `Conflict`."""
-    _write(table, rows, "append", through)
+def append_files(table: DeltaTable, written: Sequence[WrittenFile], through: int | None = None) -> None:
+    """Commit files the engine wrote (`files.write_files`) as an append right after `table`'s snapshot,
+    or raise `Conflict`."""
+    from deltalake.transaction import AddAction, RemoveAction
 
-
-def overwrite(table: DeltaTable, rows: pa.Table, through: int) -> None:
-    """Replace every row with `rows` as the version after `table`'s snapshot, or raise `Conflict`."""
-    _write(table, rows, "overwrite", through)
-
-
-def _write(
-    table: DeltaTable, rows: pa.Table, mode: Literal["append", "overwrite"], through: int | None
-) -> None:
-    from deltalake import write_deltalake
-
+    adds: list[AddAction | RemoveAction] = [
+        AddAction(
+            path=w.add_action()["add"]["path"],
+            size=w.size,
+            partition_values=w.partition_values,
+            modification_time=w.modification_time,
+            data_change=True,
+            stats=w.stats,
+        )
+        for w in written
+    ]
     with arbitrated():
-        write_deltalake(table, conform(rows, table), mode=mode, commit_properties=commit_properties(through))
-
-
-def conform(rows: pa.Table, table: DeltaTable) -> pa.Table:
-    """`rows` with exactly `table`'s columns and Arrow types (Spark's Arrow output differs in
-    nullability and time zone, not in values)."""
-    import pyarrow as pa
-
-    schema = pa.schema(table.schema().to_arrow())
-    return rows.select(schema.names).cast(schema)
-
-
-def conform_source(rows: pa.Table, table: DeltaTable) -> pa.Table:
-    """Final images (`_row_kind` and `table`'s columns) with `table`'s Arrow types, as a MERGE source."""
-    import pyarrow as pa
-
-    schema = pa.schema(table.schema().to_arrow())
-    fields = [pa.field("_row_kind", pa.string()), *(f.with_nullable(True) for f in schema)]
-    return rows.select([f.name for f in fields]).cast(pa.schema(fields))
+        table.create_write_transaction(
+            adds, mode="append", schema=table.schema(), commit_properties=commit_properties(through)
+        )
 
 
 def retrying(attempt: Callable[[], T], what: str) -> tuple[T, int]:

@@ -13,6 +13,7 @@ from wide_assets.spec import TableSpec
 from wide_assets.table import arbiter
 from wide_assets.table.images import commit_images
 from wide_assets.table.storage import Storage
+from wide_assets.table.table_writes import replace_all
 
 
 def optimize(storage: Storage, z_order: Sequence[str] | None = None) -> dict[str, Any]:
@@ -29,8 +30,10 @@ def vacuum(storage: Storage, retention_hours: int | None = None, dry_run: bool =
     recent versions and time travel keep working."""
     removed = []
     for path in (storage.path, storage.changelog_path):
+        # `full`: also files no commit ever named (a writer that crashed or lost a race wrote them).
+        # Deletion vectors sit under a `_` folder, which a full vacuum leaves alone.
         removed += arbiter.open_table(path).vacuum(
-            retention_hours=retention_hours, dry_run=dry_run, enforce_retention_duration=True
+            retention_hours=retention_hours, dry_run=dry_run, enforce_retention_duration=True, full=True
         )
     return removed
 
@@ -80,7 +83,7 @@ def rebuild(storage: Storage) -> int:
         # From empty: every commit's images again (fragments are folded from no rows at all).
         empty = storage.rows(version=table.version()).limit(0)
         images = commit_images(storage, [c.commit for c in commits], empty)
-        storage.overwrite(storage.image_rows(images), table, commits[-1].commit)
+        replace_all(storage, storage.image_rows(images), table, commits[-1].commit)
         return True
 
     if not arbiter.retrying(attempt, f"rebuilding {storage.path}")[0]:

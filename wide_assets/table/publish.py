@@ -15,8 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pyspark.sql.pandas.types import to_arrow_schema
+
 from wide_assets.errors import InvalidInputError
 from wide_assets.table import arbiter
+from wide_assets.table.files import write_files
+from wide_assets.table.objects import TableFiles
 from wide_assets.table.reads import Reader
 
 if TYPE_CHECKING:
@@ -59,12 +63,12 @@ def publish(reader: Reader, path: str, encoding: Encoding | None = None) -> Publ
         start = 1 if fresh else published_through(path) + 1
         # The log is pinned when the frame is made, so what is counted is what is appended.
         entries = reader.changelog(start) if encoding is None else reader.export(encoding, start)
-        rows = entries.toArrow()
         if fresh:
             # Created even when there is nothing to publish yet, so readers find it; a racing
             # creator's table is as good as ours.
+            schema = to_arrow_schema(entries.schema)
             DeltaTable.create(
-                path, schema=rows.schema, mode="ignore", storage_options=arbiter.storage_options(path)
+                path, schema=schema, mode="ignore", storage_options=arbiter.storage_options(path)
             )
         table = arbiter.open_table(path)
         if list(table.schema().to_arrow().names) != list(entries.columns):
@@ -74,8 +78,10 @@ def publish(reader: Reader, path: str, encoding: Encoding | None = None) -> Publ
             )
         if _watermark(table) + 1 != start:
             raise arbiter.Conflict(f"{path} was published to meanwhile.")
-        if rows.num_rows:
-            arbiter.append(table, rows)
-        return PublishResult(path, start, rows.num_rows, arbiter.open_table(path).version())
+        written = write_files(entries, TableFiles(path))
+        if written:
+            arbiter.append_files(table, written)
+        appended = sum(w.num_records for w in written)
+        return PublishResult(path, start, appended, arbiter.open_table(path).version())
 
     return arbiter.retrying(attempt, f"publishing to {path}")[0]

@@ -20,6 +20,7 @@ from wide_assets.table.arbiter import Conflict
 from wide_assets.table.images import commit_images
 from wide_assets.table.log import CompactionInfo, Markers, Origin, Resolution, now
 from wide_assets.table.storage import Storage
+from wide_assets.table.table_writes import apply_images
 
 
 def catch_up(storage: Storage, markers: Markers) -> tuple[Any, bool]:
@@ -33,13 +34,13 @@ def catch_up(storage: Storage, markers: Markers) -> tuple[Any, bool]:
         if resolution is None or resolution.through <= applied:
             return table, False
         through = resolution.through
-        storage.apply_images(resolution_images(storage, resolution), table, through)
+        apply_images(storage, resolution_images(storage, resolution), table, through)
     else:
         pending = storage.log.pending(markers, applied)
         if not pending:
             return table, False
         through = pending[-1]
-        storage.apply_images(commit_images(storage, pending), table, through)
+        apply_images(storage, commit_images(storage, pending), table, through)
     table = arbiter.open_table(storage.path)
     if arbiter.applied_through(table) != through:
         raise Conflict(f"{storage.path} moved past commit {through} while it was being caught up.")
@@ -84,7 +85,7 @@ def finish_compaction(storage: Storage, resolution: Resolution) -> CompactionInf
         table = arbiter.open_table(storage.path)
         images = resolution_images(storage, resolution)
         if arbiter.applied_through(table) < resolution.through:
-            applied_rows = storage.apply_images(images, table, resolution.through)
+            applied_rows = apply_images(storage, images, table, resolution.through)
         else:
             applied_rows = images.count()
         faults.checkpoint("after-compaction-merge")

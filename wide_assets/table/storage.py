@@ -1,5 +1,5 @@
-"""The Delta tables behind a wide table: creating and opening them, reading rows, appending to the
-commit log, and the MERGE that applies final images to the table."""
+"""The Delta tables behind a wide table: creating and opening them, reading rows, and appending to the
+commit log (the table's own commits are `wide_assets.table.table_writes`)."""
 
 from __future__ import annotations
 
@@ -14,13 +14,14 @@ from wide_assets.frames import arrow_schema
 from wide_assets.merge import changelog_read_from_merge
 from wide_assets.schema import Column
 from wide_assets.spec import BUCKET_COLUMN, TableSpec
-from wide_assets.sql import RowKind, columns, key_join, kind_in, quote, string_literal
+from wide_assets.sql import RowKind, columns, kind_in, quote, string_literal
 from wide_assets.table import arbiter
+from wide_assets.table.files import write_files
 from wide_assets.table.log import CHANGELOG_SUFFIX, CommitLog, LogSnapshot, Origin
+from wide_assets.table.objects import TableFiles
 
 SPEC_PROPERTY = "wide_assets.spec"
 URL_UNSAFE = " %#?"
-IS_DELETE = kind_in("s._row_kind", [RowKind.DELETE])
 IS_DELETE_IMAGE = kind_in("_row_kind", [RowKind.DELETE])
 
 
@@ -91,11 +92,15 @@ class Storage:
             if self.spec.bucketing is not None:
                 schema = schema.append(pa.field(BUCKET_COLUMN, pa.int32(), nullable=False))
                 partition_by = [BUCKET_COLUMN]
+            # delta-rs adds the `variantType` feature to any table of writer version 7 it alters;
+            # readers of deletion vectors (Spark 4, Sail, delta-rs) read that too.
+            configuration = {"delta.enableDeletionVectors": "true"} if self.spec.deletion_vectors else None
             DeltaTable.create(
                 self.path,
                 schema=schema,
                 name=Path(self.path).name,
                 partition_by=partition_by,
+                configuration=configuration,
                 storage_options=arbiter.storage_options(self.path),
             )
         elif arbiter.open_table(self.path).version() != 0:
@@ -148,62 +153,7 @@ class Storage:
         ).collect()
         return ", ".join(str(r.b) for r in hit) or "NULL"
 
-    def apply_images(self, images: DataFrame, table: Any, through: int) -> int:
-        """Apply final images (`_row_kind` '-D' = delete) as the table commit right after the snapshot
-        `table` (a pinned deltalake.DeltaTable), making the table hold the log's commits up to
-        `through`; returns how many images there were. Raises `Conflict` when another commit landed
-        first. Into a table that holds no rows nothing can match, so the rows are appended."""
-        import pyarrow.compute as pc
-
-        frame = images.select("_row_kind", *[quote(c) for c in self.spec.column_names])
-        rows = self._with_bucket(frame).toArrow()
-        if not table.file_uris() or rows.num_rows == 0:
-            live = rows.filter(pc.invert(pc.equal(rows.column("_row_kind"), str(RowKind.DELETE))))
-            arbiter.append(table, live, through)
-        elif not self._merge(rows, table, through):
-            # A MERGE that changes no file commits nothing, and the table must still record `through`.
-            arbiter.append(table, rows.slice(0, 0), through)
-        return int(rows.num_rows)
-
-    def _merge(self, rows: Any, table: Any, through: int) -> bool:
-        """delta-rs MERGE of final images into the snapshot `table` (see `apply_images`); False when
-        it changed no file, so that delta-rs committed nothing."""
-        import pyarrow.compute as pc
-
-        spec = self.spec
-        on = key_join(spec.primary_key, "t", "s")
-        names = list(spec.column_names)
-        if spec.bucketing is not None:
-            # The literal bucket list prunes the target's partitions: only buckets the images hit are
-            # scanned and rewritten.
-            hit = ", ".join(str(b) for b in pc.unique(rows.column(BUCKET_COLUMN)).to_pylist()) or "NULL"
-            on = f"t.{BUCKET_COLUMN} IN ({hit}) AND t.{BUCKET_COLUMN} = s.{BUCKET_COLUMN} AND {on}"
-            names.append(BUCKET_COLUMN)
-        source = arbiter.conform_source(rows, table)
-        is_delete = f"s._row_kind = {string_literal(RowKind.DELETE)}"
-        merger = table.merge(
-            source,
-            predicate=on,
-            source_alias="s",
-            target_alias="t",
-            commit_properties=arbiter.commit_properties(through),
-        ).when_matched_delete(predicate=is_delete)
-        values = {quote(c): f"s.{quote(c)}" for c in spec.value_columns}
-        if values:
-            merger = merger.when_matched_update(updates=values, predicate=f"NOT ({is_delete})")
-        merger = merger.when_not_matched_insert(
-            updates={quote(c): f"s.{quote(c)}" for c in names}, predicate=f"NOT ({is_delete})"
-        )
-        with arbiter.arbitrated():
-            metrics = merger.execute()
-        return bool(metrics["num_target_files_added"] or metrics["num_target_files_removed"])
-
-    def overwrite(self, rows: DataFrame, table: Any, through: int) -> None:
-        """Replace every stored row with `rows` (the table's columns) as the table commit right after
-        the snapshot `table`, holding the log's commits up to `through` (or raise `Conflict`)."""
-        arbiter.overwrite(table, self._with_bucket(rows).toArrow(), through)
-
-    def _with_bucket(self, rows: DataFrame) -> DataFrame:
+    def with_bucket(self, rows: DataFrame) -> DataFrame:
         """`rows` with the bucket column when the table has buckets."""
         if self.spec.bucketing is None:
             return rows
@@ -256,8 +206,8 @@ class Storage:
         for part in parts:
             rows = rows.unionByName(part)
         with merge_errors():
-            arrow = rows.toArrow()
-        arbiter.append(log.table, arrow)
+            written = write_files(rows, TableFiles(self.changelog_path))
+        arbiter.append_files(log.table, written)
 
 
 def _log_schema(table_schema: Any) -> Any:

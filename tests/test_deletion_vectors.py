@@ -1,0 +1,206 @@
+"""Writes whose cost follows the change: a write marks the rows it replaces with Delta deletion vectors
+and adds only the new images (or, with `deletion-vectors.enabled: false`, rewrites just the files that
+held them); every reader named in the README reads the result exactly as a plain dict of the records
+(the oracle) says, after every round, across checkpoints, lost races and a crash before the commit."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, QueryBuilder
+
+from wide_assets import WideTable
+from wide_assets.table import arbiter, delta_log, table_writes
+from wide_assets.table.arbiter import Conflict
+from wide_assets.table.deletion_vectors import DV_PREFIX, Descriptor, read_vector
+from wide_assets.table.objects import TableFiles
+
+COLUMNS = [("k", "int"), ("part", "string"), ("v", "string")]
+DDL = "k int, part string, v string, _row_kind string"
+LAST_ROW = {"merge-engine": "deduplicate"}
+LAYOUTS = {
+    "deletion-vectors": {},
+    "copy-on-write": {"deletion-vectors.enabled": "false"},
+    "buckets": {"bucket": "3"},
+}
+
+
+def apply_to_oracle(oracle: dict[tuple[int, str], str], batch: list[tuple[Any, ...]]) -> None:
+    """Last row per key in arrival order; -D removes it (Paimon's deduplicate engine)."""
+    for k, part, v, kind in batch:
+        if kind == "-D":
+            oracle.pop((k, part), None)
+        else:
+            oracle[(k, part)] = v
+
+
+def read_by_sail(table: WideTable) -> dict[tuple[int, str], str]:
+    return {(r.k, r.part): r.v for r in table.read().collect()}
+
+
+def read_by_delta_rs(path: str) -> dict[tuple[int, str], str]:
+    """delta-rs's DataFusion reader (QueryBuilder), which applies deletion vectors."""
+    rows = pa.table(
+        QueryBuilder().register("t", DeltaTable(path)).execute("SELECT k, part, v FROM t").read_all()
+    )
+    found = {(r["k"], r["part"]): r["v"] for r in rows.to_pylist()}
+    assert len(found) == rows.num_rows, "a key is live twice"
+    return found
+
+
+def log_actions(path: str, version: int) -> list[dict[str, Any]]:
+    text = (Path(path) / "_delta_log" / f"{version:020d}.json").read_text()
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def random_batch(rng: random.Random, size: int) -> list[tuple[Any, ...]]:
+    return [
+        (
+            rng.randint(0, 60),
+            rng.choice(["a", "b"]),
+            f"v{rng.randint(0, 999)}",
+            rng.choice(["+I", "+I", "-D"]),
+        )
+        for _ in range(size)
+    ]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS.values(), ids=LAYOUTS.keys())
+def test_random_rounds_equal_the_oracle_in_every_reader(
+    spark: Any, tmp_path: Path, layout: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A checkpoint every 4 versions: snapshots are then read from a checkpoint plus JSON commits.
+    monkeypatch.setattr(delta_log, "CHECKPOINT_INTERVAL", 4)
+    rng = random.Random(11)
+    table = WideTable.create(spark, tmp_path / "t", COLUMNS, ["k", "part"], {**LAST_ROW, **layout})
+    oracle: dict[tuple[int, str], str] = {}
+    initial = [(k, p, f"init{k}", "+I") for k in range(60) for p in ("a", "b")]
+    for batch in [initial, *(random_batch(rng, rng.randint(1, 40)) for _ in range(9))]:
+        # A key deleted in one batch and written and deleted again in the next is deleted twice.
+        table.write(spark.createDataFrame(batch, DDL))
+        apply_to_oracle(oracle, batch)
+        assert read_by_sail(table) == oracle
+        assert read_by_delta_rs(table.path) == oracle
+    if "deletion-vectors.enabled" in layout:
+        stored = DeltaTable(table.path).to_pyarrow_table()  # no deletion vector: any reader reads it
+        assert {(r["k"], r["part"]): r["v"] for r in stored.to_pylist()} == oracle
+    assert any(p.name.endswith(".checkpoint.parquet") for p in (Path(table.path) / "_delta_log").iterdir())
+
+
+def test_an_update_adds_a_vector_and_one_file_and_rewrites_nothing(spark: Any, tmp_path: Path) -> None:
+    table = WideTable.create(spark, tmp_path / "t", COLUMNS, ["k", "part"], LAST_ROW)
+    table.write(spark.sql("SELECT CAST(id AS INT) AS k, 'a' AS part, 'x' AS v FROM range(400)"))
+    before = {f.path: f for f in delta_log.live_files(TableFiles(table.path), table.version)}
+    table.write(spark.createDataFrame([(7, "a", "y", "+I"), (8, "a", None, "-D")], DDL))
+    actions = log_actions(table.path, table.version)
+    removed = [a["remove"]["path"] for a in actions if "remove" in a]
+    added = [a["add"] for a in actions if "add" in a]
+    holding = [p for p in before if p in removed]
+    assert holding and len(removed) == len(holding), "only the files holding keys 7 and 8 are touched"
+    re_added = [a for a in added if a["path"] in removed]
+    assert [a["size"] for a in re_added] == [before[a["path"]].size for a in re_added], "not rewritten"
+    vectors = [Descriptor.from_action(a["deletionVector"]) for a in re_added]
+    assert sum(v.cardinality for v in vectors) == 2
+    assert all(v.file_path().startswith(f"{DV_PREFIX}/") for v in vectors)
+    new_files = [a for a in added if a["path"] not in before]
+    assert [json.loads(a["stats"])["numRecords"] for a in new_files] == [1]
+    content = (Path(table.path) / vectors[0].file_path()).read_bytes()
+    assert len(read_vector(vectors[0], content)) == vectors[0].cardinality
+
+
+def test_copy_on_write_tables_have_no_vector_feature(spark: Any, tmp_path: Path) -> None:
+    table = WideTable.create(
+        spark, tmp_path / "t", COLUMNS, ["k", "part"], {**LAST_ROW, "deletion-vectors.enabled": "false"}
+    )
+    table.write(spark.sql("SELECT CAST(id AS INT) AS k, 'a' AS part, 'x' AS v FROM range(100)"))
+    table.write(spark.createDataFrame([(7, "a", "y", "+I")], DDL))
+    assert "deletionVectors" not in (DeltaTable(table.path).protocol().reader_features or [])
+    assert not any("deletionVector" in a.get("add", {}) for a in log_actions(table.path, table.version))
+
+
+def test_a_vector_computed_before_a_concurrent_commit_is_refused(spark: Any, tmp_path: Path) -> None:
+    """An apply computed from version N whose files another commit (here an OPTIMIZE) replaced meanwhile
+    must not land: its vectors would point at rows of files that are gone."""
+    table = WideTable.create(spark, tmp_path / "t", COLUMNS, ["k", "part"], LAST_ROW)
+    for start in range(0, 300, 100):  # three files, so that OPTIMIZE has something to merge
+        table.write(
+            spark.sql(
+                f"SELECT CAST(id AS INT) AS k, 'a' AS part, 'x' AS v FROM range({start}, {start + 100})"
+            )
+        )
+    storage = table._storage
+    pinned = arbiter.open_table(table.path)
+    images = spark.createDataFrame([("+I", 5, "a", "late")], "_row_kind string, k int, part string, v string")
+    DeltaTable(table.path).optimize.compact()  # the concurrent commit: version N + 1
+    with pytest.raises(Conflict):
+        table_writes.apply_images(storage, images, pinned, arbiter.applied_through(pinned))
+    rows = read_by_delta_rs(table.path)
+    assert len(rows) == 300 and rows[(5, "a")] == "x"
+
+
+def test_a_crash_between_files_and_commit_leaves_nothing_readable_and_vacuum_removes_it(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = WideTable.create(spark, tmp_path / "t", COLUMNS, ["k", "part"], LAST_ROW)
+    table.write(spark.sql("SELECT CAST(id AS INT) AS k, 'a' AS part, 'x' AS v FROM range(50)"))
+    table.write(spark.createDataFrame([(1, "a", "y", "+I")], DDL))
+    expected = read_by_sail(table)
+
+    def crash(*args: Any, **kwargs: Any) -> None:
+        raise KeyboardInterrupt("killed before the commit")
+
+    monkeypatch.setattr(delta_log, "commit", crash)
+    with pytest.raises(KeyboardInterrupt):
+        table.write(spark.createDataFrame([(2, "a", "lost", "+I")], DDL))
+    monkeypatch.undo()
+    orphans = {str(p.relative_to(table.path)) for p in Path(table.path).rglob("*.parquet")} - {
+        f.path for f in delta_log.live_files(TableFiles(table.path), table.version)
+    }
+    assert orphans, "the crashed write left its files behind"
+    table.recover()  # its log commit landed: recovery applies it from the log, with files of its own
+    expected[(2, "a")] = "lost"
+    assert read_by_sail(table) == expected == read_by_delta_rs(table.path)
+    for path in (table.path, table.changelog_path):
+        DeltaTable(path).alter.set_table_properties(
+            {"delta.deletedFileRetentionDuration": "interval 0 hours"}
+        )
+    table.vacuum(retention_hours=0)
+    left = {str(p.relative_to(table.path)) for p in Path(table.path).rglob("*.parquet")}
+    assert not (orphans & left), "vacuum removes files no commit names"
+    assert read_by_sail(table) == expected == read_by_delta_rs(table.path)
+    live = delta_log.live_files(TableFiles(table.path), table.version)
+    assert all((Path(table.path) / f.deletion_vector.file_path()).exists() for f in live if f.deletion_vector)
+
+
+def test_statistics_bound_every_value_and_filtered_reads_find_them(spark: Any, tmp_path: Path) -> None:
+    """delta-rs prunes files by the statistics written for the engine's files: a missing or too narrow
+    bound would hide live rows from a filtered read."""
+    columns = [("k", "int"), ("s", "string"), ("d", "decimal(38,2)"), ("ts", "timestamp"), ("dt", "date")]
+    table = WideTable.create(
+        spark, tmp_path / "t", columns, ["k"], {**LAST_ROW, "deletion-vectors.enabled": "false"}
+    )
+    table.write(
+        spark.sql(
+            "SELECT CAST(id AS INT) AS k, concat(repeat('x', 40), CAST(id AS STRING)) AS s, "
+            "CAST(id AS DECIMAL(38,2)) / 3 AS d, "
+            "timestamp_micros(1700000000000000 + id * 1001) AS ts, date_add(DATE'2024-01-01', CAST(id AS INT)) AS dt "
+            "FROM range(20)"
+        )
+    )
+    dataset = DeltaTable(table.path).to_pyarrow_dataset()
+    import pyarrow.compute as pc
+
+    every = dataset.to_table()
+    for name in ("k", "s", "d", "ts", "dt"):
+        for value in every.column(name).to_pylist():
+            assert (
+                dataset.to_table(
+                    filter=pc.field(name) == pa.scalar(value, every.schema.field(name).type)
+                ).num_rows
+                == 1
+            )

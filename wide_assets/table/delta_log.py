@@ -1,0 +1,161 @@
+"""The wide table's Delta log read and written directly: the live files of a snapshot with their deletion
+vectors (delta-rs does not expose those), and a commit written as exactly the next version.
+
+delta-rs's Python `AddAction` cannot carry a deletion vector, so commits that add or change vectors are
+written here: one JSON file `_delta_log/<version>.json`, created with a put-if-absent, so that of two
+writers that read version N exactly one lands N + 1 and the other gets `Conflict`, the same
+arbitration delta-rs gives with `max_commit_retries=0` (docs/commit-protocol.md).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+from urllib.parse import quote, unquote
+
+from wide_assets.table.arbiter import APP_ID, Conflict
+from wide_assets.table.deletion_vectors import Descriptor
+from wide_assets.table.objects import AlreadyExists, TableFiles
+
+LOG_DIR = "_delta_log"
+# Readers replay at most this many JSON commits after the last checkpoint.
+CHECKPOINT_INTERVAL = 100
+CHECKPOINT_FILE = re.compile(r"^(\d{20})\.checkpoint(?:\.\d{10}\.\d{10})?\.parquet$")
+COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
+ENGINE_INFO = "wide_assets"
+
+
+@dataclass(frozen=True)
+class LiveFile:
+    """One data file of a snapshot: its add action's fields."""
+
+    path: str  # table-relative, decoded
+    size: int
+    modification_time: int
+    partition_values: dict[str, str | None]
+    stats: str | None
+    deletion_vector: Descriptor | None
+
+    @property
+    def num_records(self) -> int | None:
+        """The physical row count its statistics record (deleted rows included)."""
+        if not self.stats:
+            return None
+        value = json.loads(self.stats).get("numRecords")
+        return None if value is None else int(value)
+
+    def add_action(self, deletion_vector: Descriptor | None = None) -> dict[str, Any]:
+        """This file's add action, with `deletion_vector` instead of its own when given."""
+        stats = self.stats
+        if deletion_vector is not None and stats:
+            # With rows deleted, the recorded min/max may be wider than the live rows' (still a bound).
+            stats = json.dumps({**json.loads(stats), "tightBounds": False})
+        action: dict[str, Any] = {
+            "path": quote(self.path, safe="/="),
+            "partitionValues": self.partition_values,
+            "size": self.size,
+            "modificationTime": self.modification_time,
+            "dataChange": True,
+            "stats": stats,
+        }
+        vector = deletion_vector or self.deletion_vector
+        if vector is not None:
+            action["deletionVector"] = vector.to_action()
+        return {"add": action}
+
+    def remove_action(self, timestamp: int) -> dict[str, Any]:
+        """The remove action of this exact file: a file is identified by its path and its vector."""
+        action: dict[str, Any] = {
+            "path": quote(self.path, safe="/="),
+            "deletionTimestamp": timestamp,
+            "dataChange": True,
+            "extendedFileMetadata": True,
+            "partitionValues": self.partition_values,
+            "size": self.size,
+        }
+        if self.deletion_vector is not None:
+            action["deletionVector"] = self.deletion_vector.to_action()
+        return {"remove": action}
+
+    def with_vector(self, deletion_vector: Descriptor) -> LiveFile:
+        return replace(self, deletion_vector=deletion_vector)
+
+
+def live_files(files: TableFiles, version: int) -> list[LiveFile]:
+    """The data files of the table as of `version`: the newest checkpoint at or before it, then every
+    JSON commit after it, replayed."""
+    names = [f.path.rsplit("/", 1)[-1] for f in files.list(LOG_DIR)]
+    checkpoints: dict[int, list[str]] = {}
+    for name in names:
+        match = CHECKPOINT_FILE.match(name)
+        if match and int(match.group(1)) <= version:
+            checkpoints.setdefault(int(match.group(1)), []).append(name)
+    start = max(checkpoints, default=-1)
+    live: dict[str, LiveFile] = {}
+    if start >= 0:
+        for name in checkpoints[start]:
+            for add in _checkpoint_adds(files, f"{LOG_DIR}/{name}"):
+                live[add.path] = add
+    for commit in range(start + 1, version + 1):
+        content = files.get(f"{LOG_DIR}/{commit:020d}.json").decode()
+        for line in content.splitlines():
+            if not line.strip():
+                continue
+            action = json.loads(line)
+            if "add" in action:
+                add = _live_file(action["add"])
+                live[add.path] = add
+            elif "remove" in action:
+                live.pop(unquote(action["remove"]["path"]), None)
+    return list(live.values())
+
+
+def commit(files: TableFiles, version: int, actions: Iterable[dict[str, Any]], operation: str) -> None:
+    """Write `actions` as the table's version `version`, or raise `Conflict` if it exists already."""
+    now = int(time.time() * 1000)
+    info = {"commitInfo": {"timestamp": now, "operation": operation, "engineInfo": ENGINE_INFO}}
+    lines = [json.dumps(info), *(json.dumps(a, separators=(",", ":")) for a in actions)]
+    try:
+        files.put_if_absent(f"{LOG_DIR}/{version:020d}.json", ("\n".join(lines) + "\n").encode())
+    except AlreadyExists as error:
+        raise Conflict(f"Version {version} of {files.root} was committed by another writer.") from error
+
+
+def txn_action(through: int) -> dict[str, Any]:
+    """The application transaction recording that the table holds the log's commits up to `through`."""
+    return {"txn": {"appId": APP_ID, "version": through, "lastUpdated": int(time.time() * 1000)}}
+
+
+def checkpoint_if_due(path: str, version: int) -> None:
+    """Write a checkpoint every CHECKPOINT_INTERVAL versions, so that reading a snapshot stays bounded
+    (delta-rs checkpoints after its own commits only). Best effort: a lost race writes the same file."""
+    if version % CHECKPOINT_INTERVAL == 0:
+        from wide_assets.table import arbiter
+
+        arbiter.open_table(path, version).create_checkpoint()
+
+
+def _checkpoint_adds(files: TableFiles, path: str) -> list[LiveFile]:
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(files.open_parquet(path), columns=["add"])
+    return [_live_file(add) for add in table.column("add").to_pylist() if add is not None]
+
+
+def _live_file(add: dict[str, Any]) -> LiveFile:
+    partitions = add.get("partitionValues") or {}
+    if isinstance(partitions, list):  # a checkpoint's map column reads as key-value pairs
+        partitions = dict(partitions)
+    vector = add.get("deletionVector")
+    return LiveFile(
+        path=unquote(add["path"]),
+        size=int(add["size"]),
+        modification_time=int(add["modificationTime"]),
+        partition_values=partitions,
+        stats=add.get("stats"),
+        deletion_vector=Descriptor.from_action(vector) if vector else None,
+    )

@@ -1,0 +1,168 @@
+"""Data files written by the engine: Spark writes a frame as Parquet into a new folder under a Delta
+table; the driver reads only the files' footers, to describe them as add actions (size, partition
+values, statistics). Rows never pass through the driver.
+
+A folder holds one write's files. Until a commit names them, no reader sees them; a writer that crashed
+or lost a race leaves them behind, and `vacuum` deletes them after the retention.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+from urllib.parse import quote, unquote
+
+from pyspark.sql import DataFrame
+
+from wide_assets.table.objects import StoredFile, TableFiles
+
+# Bounds of longer strings are cut to this many characters (a prefix is a lower bound; a prefix
+# followed by the largest character is an upper bound), as Delta's own writers cut them.
+STRING_BOUND_CHARS = 32
+LARGEST_CHAR = "\U0010ffff"
+FOOTER_READERS = 8
+_ONE_MILLISECOND = timedelta(milliseconds=1)
+
+
+@dataclass(frozen=True)
+class WrittenFile:
+    """A Parquet file the engine wrote: what its add action says."""
+
+    path: str  # table-relative, decoded
+    size: int
+    modification_time: int
+    partition_values: dict[str, str | None]
+    stats: str
+    num_records: int
+
+    def add_action(self) -> dict[str, Any]:
+        return {
+            "add": {
+                "path": quote(self.path, safe="/="),
+                "partitionValues": self.partition_values,
+                "size": self.size,
+                "modificationTime": self.modification_time,
+                "dataChange": True,
+                "stats": self.stats,
+            }
+        }
+
+
+def write_files(
+    frame: DataFrame, files: TableFiles, partition_by: Sequence[str] = (), folder: str | None = None
+) -> list[WrittenFile]:
+    """Have the engine write `frame` as Parquet into a new folder of the table `files`; returns the
+    files it wrote (none for an empty frame: a file the engine wrote with no rows is deleted)."""
+    folder = folder or f"part-{uuid.uuid4().hex}"
+    writer = frame.write.mode("error")
+    if partition_by:
+        writer = writer.partitionBy(*partition_by)
+    writer.parquet(files.uri(folder))
+    stored = [f for f in files.list(folder) if f.path.endswith(".parquet")]
+    with ThreadPoolExecutor(FOOTER_READERS) as pool:
+        described = list(pool.map(lambda f: describe(files, f), stored))
+    for empty in (w for w in described if not w.num_records):
+        files.delete(empty.path)
+    return [w for w in described if w.num_records]
+
+
+def describe(files: TableFiles, stored: StoredFile) -> WrittenFile:
+    """The add action of a Parquet file, from its footer: row count, null counts, integer bounds."""
+    import pyarrow.parquet as pq
+
+    metadata = pq.read_metadata(files.open_parquet(stored.path))
+    return WrittenFile(
+        path=stored.path,
+        size=stored.size,
+        modification_time=int(stored.modified.timestamp() * 1000),
+        partition_values=partition_values(stored.path),
+        stats=json.dumps(statistics(metadata)),
+        num_records=metadata.num_rows,
+    )
+
+
+def partition_values(path: str) -> dict[str, str | None]:
+    """The `column=value` folders of a file's path (Hive layout, as Spark writes it)."""
+    values: dict[str, str | None] = {}
+    for part in path.split("/")[:-1]:
+        if "=" in part:
+            name, value = part.split("=", 1)
+            decoded = unquote(value)
+            values[unquote(name)] = None if decoded == "__HIVE_DEFAULT_PARTITION__" else decoded
+    return values
+
+
+def statistics(metadata: Any) -> dict[str, Any]:
+    """Delta file statistics from a Parquet footer: numRecords, and the null count and bounds of every
+    top-level column with a scalar type. A bound is written only where it is certain: a column
+    without one reads, to delta-rs's dataset reader, as all NULL, so a column whose bounds are unknown
+    (a nested, binary or boolean column) gets neither bounds nor a null count."""
+    null_count: dict[str, int] = {}
+    minimum: dict[str, Any] = {}
+    maximum: dict[str, Any] = {}
+    leaves = {metadata.schema.column(i).path: i for i in range(metadata.num_columns)}
+    for field in metadata.schema.to_arrow_schema():
+        index = leaves.get(field.name)
+        if index is None or field.type.num_fields != 0:
+            continue  # a nested column: several leaves, no single count
+        chunks = [metadata.row_group(g).column(index).statistics for g in range(metadata.num_row_groups)]
+        if not chunks or any(s is None or not s.has_null_count for s in chunks):
+            continue
+        nulls = sum(s.null_count for s in chunks)
+        with_values = [s for s in chunks if s.num_values > s.null_count]
+        if not with_values:  # all NULL: a null count alone says so
+            null_count[field.name] = nulls
+            continue
+        if not all(s.has_min_max for s in with_values):
+            continue
+        low = _bound(min(s.min for s in with_values), field.type, upper=False)
+        high = _bound(max(s.max for s in with_values), field.type, upper=True)
+        if low is not None and high is not None:
+            null_count[field.name], minimum[field.name], maximum[field.name] = nulls, low, high
+    return {
+        "numRecords": metadata.num_rows,
+        "minValues": minimum,
+        "maxValues": maximum,
+        "nullCount": null_count,
+    }
+
+
+def _bound(value: Any, arrow_type: Any, upper: bool) -> Any:
+    """A footer's min or max as Delta's JSON statistics write it, widened where the JSON form is less
+    precise (decimals as floats, timestamps to the millisecond); None where no sure bound exists."""
+    import math
+    from datetime import date, datetime
+
+    import pyarrow as pa
+
+    types = pa.types
+    if types.is_integer(arrow_type):
+        return int(value)
+    if types.is_floating(arrow_type):
+        return None if math.isnan(value) else float(value)
+    if types.is_decimal(arrow_type):
+        number = float(value)
+        if upper and number < value:
+            number = math.nextafter(number, math.inf)
+        if not upper and number > value:
+            number = math.nextafter(number, -math.inf)
+        return number
+    if types.is_string(arrow_type) or types.is_large_string(arrow_type):
+        text = str(value)
+        if len(text) <= STRING_BOUND_CHARS:
+            return text
+        return text[:STRING_BOUND_CHARS] + LARGEST_CHAR if upper else text[:STRING_BOUND_CHARS]
+    if types.is_date(arrow_type) and isinstance(value, date):
+        return value.isoformat()
+    if types.is_timestamp(arrow_type) and isinstance(value, datetime):
+        millis = value.replace(microsecond=value.microsecond // 1000 * 1000)
+        if upper and millis < value:
+            millis += _ONE_MILLISECOND
+        text = millis.strftime("%Y-%m-%dT%H:%M:%S.") + f"{millis.microsecond // 1000:03d}"
+        return text + "Z" if arrow_type.tz is not None else text
+    return None

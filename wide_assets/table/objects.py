@@ -1,0 +1,138 @@
+"""The files under a table, through one object-store client (obstore, the `object_store` crate delta-rs
+itself uses) on local disk and S3 alike: put-if-absent, reads, listings and deletes by table-relative
+path, and Parquet files opened for pyarrow.
+
+On S3 the store is configured from the standard AWS_* environment variables, as delta-rs and Sail are.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from functools import lru_cache
+from typing import Any
+from urllib.parse import urlparse
+
+OBJECT_STORE_SCHEMES = ("s3", "s3a")
+
+
+class AlreadyExists(Exception):
+    """A put-if-absent found the object there already: another writer created it first."""
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    """One object under the table: its table-relative path, size and last modification."""
+
+    path: str
+    size: int
+    modified: datetime
+
+
+def is_object_store(path: str) -> bool:
+    return urlparse(path).scheme in OBJECT_STORE_SCHEMES
+
+
+class TableFiles:
+    """The files of the table (or commit log) at `root`, addressed relative to it."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root.rstrip("/")
+        self._store = _store(self.root)
+
+    def uri(self, path: str) -> str:
+        """`path` (table-relative) as a URI or local path engines read."""
+        return f"{self.root}/{path}"
+
+    def put(self, path: str, content: bytes) -> None:
+        import obstore
+
+        obstore.put(self._store, path, content)
+
+    def put_if_absent(self, path: str, content: bytes) -> None:
+        """Create `path` with `content`, or raise `AlreadyExists` (an atomic create: a link on local
+        disk, `If-None-Match: *` on S3)."""
+        import obstore
+        from obstore.exceptions import AlreadyExistsError, PreconditionError
+
+        try:
+            obstore.put(self._store, path, content, mode="create")
+        except (AlreadyExistsError, PreconditionError) as error:
+            raise AlreadyExists(path) from error
+
+    def get(self, path: str) -> bytes:
+        import obstore
+
+        return bytes(obstore.get(self._store, path).bytes())
+
+    def exists(self, path: str) -> bool:
+        import obstore
+        from obstore.exceptions import NotFoundError
+
+        try:
+            obstore.head(self._store, path)
+        except (NotFoundError, FileNotFoundError):
+            return False
+        return True
+
+    def size(self, path: str) -> int:
+        import obstore
+
+        return int(obstore.head(self._store, path)["size"])
+
+    def list(self, prefix: str) -> Iterator[StoredFile]:
+        """Every object below the folder `prefix`."""
+        import obstore
+
+        for batch in obstore.list(self._store, prefix.rstrip("/") + "/"):
+            for meta in batch:
+                yield StoredFile(meta["path"], int(meta["size"]), meta["last_modified"])
+
+    def delete(self, path: str) -> None:
+        import obstore
+
+        obstore.delete(self._store, path)
+
+    def open_parquet(self, path: str) -> Any:
+        """`path` as a pyarrow input file: memory-mapped on local disk, fetched whole from a store."""
+        import pyarrow as pa
+
+        if not is_object_store(self.root):
+            return pa.memory_map(os.path.join(self.root, path))
+        return pa.BufferReader(self.get(path))
+
+
+def _store(root: str) -> Any:
+    """The client of `root`'s store, configured from the environment as it is now."""
+    if not is_object_store(root):
+        return _client(root, ())
+    config = {
+        key: value
+        for key, value in (
+            ("aws_endpoint", os.environ.get("AWS_ENDPOINT_URL")),
+            ("aws_region", os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")),
+            ("aws_access_key_id", os.environ.get("AWS_ACCESS_KEY_ID")),
+            ("aws_secret_access_key", os.environ.get("AWS_SECRET_ACCESS_KEY")),
+            ("aws_session_token", os.environ.get("AWS_SESSION_TOKEN")),
+        )
+        if value
+    }
+    if os.environ.get("AWS_ALLOW_HTTP", "").lower() == "true":
+        config["allow_http"] = "true"
+    return _client(root, tuple(sorted(config.items())))
+
+
+@lru_cache(maxsize=64)
+def _client(root: str, settings: tuple[tuple[str, str], ...]) -> Any:
+    """One client per root and settings (clients are thread safe and keep their connections)."""
+    from obstore.store import LocalStore, from_url
+
+    if not is_object_store(root):
+        os.makedirs(root, exist_ok=True)
+        return LocalStore(prefix=root)
+    config: Any = dict(settings)
+    client: Any = {"allow_http": True} if config.pop("allow_http", None) else None
+    url = urlparse(root)
+    return from_url(f"s3://{url.netloc}{url.path}", config=config, client_options=client)
