@@ -12,7 +12,7 @@ write's validation names the values that do not fit, as it does for a Spark Data
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from pyspark.sql import DataFrame, SparkSession
@@ -39,9 +39,17 @@ def arrow_schema(spark: SparkSession, columns: Sequence[Column]) -> Any:
     return to_arrow_schema(spark.createDataFrame([], ddl).schema)
 
 
-def spark_frame(spark: SparkSession, rows: Rows, columns: Sequence[Column], what: str) -> DataFrame:
+def spark_frame(
+    spark: SparkSession,
+    rows: Rows,
+    columns: Sequence[Column],
+    what: str,
+    stage: Callable[[Any], str] | None = None,
+) -> DataFrame:
     """`rows` as a Spark DataFrame on `spark`; pandas and Arrow columns named like one of `columns` take
-    its type where that is exact (see the module doc). `what` names the rows in errors."""
+    its type where that is exact (see the module doc). `what` names the rows in errors. With `stage`
+    (which writes an Arrow table as Parquet and returns where), the engine reads the staged file;
+    without, the rows are inlined into the plan (Sail copies them into every plan that uses them)."""
     if isinstance(rows, DataFrame):
         return rows
     table = _arrow_table(rows, what)
@@ -54,9 +62,18 @@ def spark_frame(spark: SparkSession, rows: Rows, columns: Sequence[Column], what
     # Built anew, without the pandas metadata (index, dtypes) that describes the columns as they were.
     table = pa.table(converted, names=table.column_names)
     try:
+        if stage is not None:
+            return spark.read.schema(to_spark_schema(table.schema)).parquet(stage(table))
         return spark.createDataFrame(table)
     except Exception as error:  # a type Spark has no counterpart for, e.g. uint64
         raise InvalidInputError(f"The {what} cannot be converted to Spark: {first_line(error)}") from error
+
+
+def to_spark_schema(schema: Any) -> Any:
+    """The Spark schema of an Arrow schema (what `createDataFrame` would infer from it)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(schema)
 
 
 def _arrow_table(rows: Any, what: str) -> Any:

@@ -3,15 +3,16 @@ new columns for a new source."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
 from wide_assets.errors import InvalidOptionError, TableStateError, first_line
 from wide_assets.schema import Column
 from wide_assets.spec import TableSpec
-from wide_assets.table import arbiter
+from wide_assets.table import arbiter, delta_log
+from wide_assets.table.deletion_vectors import read_vector
 from wide_assets.table.images import commit_images
+from wide_assets.table.objects import TableFiles
 from wide_assets.table.storage import Storage
 from wide_assets.table.table_writes import replace_all
 
@@ -40,35 +41,48 @@ def vacuum(storage: Storage, retention_hours: int | None = None, dry_run: bool =
 
 def verify(storage: Storage) -> None:
     """Check that the table and its log are readable: every Delta log entry parses, every data file
-    they reference exists with its recorded size and a valid Parquet footer. Raises TableStateError
-    naming the damage and the way out (see the README's recovery section)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-    from deltalake import DeltaTable
-
+    they reference exists in the store with its recorded size and a valid Parquet footer, and every
+    deletion vector is there with its checksum. Raises TableStateError naming the damage and the way
+    out (see the README's recovery section)."""
     for path in (storage.path, storage.changelog_path):
+        fix = "WideTable.rebuild()" if path == storage.path else "restore it from a backup"
+        files = TableFiles(path)
         try:
-            actions = pa.table(DeltaTable(path).get_add_actions(flatten=True)).to_pylist()
+            live = delta_log.live_files(files, arbiter.open_table(path).version())
         except Exception as error:
             raise TableStateError(
                 f"The Delta log of {path} cannot be read ({first_line(error)}); restore the damaged "
                 "_delta_log entry from a backup."
             ) from error
-        for action in actions:
-            file = os.path.join(path, action["path"])
+        for file in live:
             problem = None
-            if not os.path.exists(file):
+            if not files.exists(file.path):
                 problem = "is missing"
-            elif os.path.getsize(file) != action["size_bytes"]:
-                problem = f"has {os.path.getsize(file)} bytes, the log recorded {action['size_bytes']}"
+            elif files.size(file.path) != file.size:
+                problem = f"has {files.size(file.path)} bytes, the log recorded {file.size}"
             else:
-                try:
-                    pq.read_metadata(file)
-                except Exception as error:
-                    problem = f"is not valid Parquet ({first_line(error)})"
+                problem = _unreadable(files, file)
             if problem:
-                fix = "WideTable.rebuild()" if path == storage.path else "restore it from a backup"
-                raise TableStateError(f"Data file {file} of {path} {problem}; recover with {fix}.")
+                raise TableStateError(
+                    f"Data file {files.uri(file.path)} of {path} {problem}; recover with {fix}."
+                )
+
+
+def _unreadable(files: TableFiles, file: delta_log.LiveFile) -> str | None:
+    """What is wrong with a present file's footer or its deletion vector, if anything."""
+    import pyarrow.parquet as pq
+
+    try:
+        pq.read_metadata(files.open_parquet(file.path))
+    except Exception as error:
+        return f"is not valid Parquet ({first_line(error)})"
+    vector = file.deletion_vector
+    if vector is not None and vector.storage_type == "u":
+        try:
+            read_vector(vector, files.get(vector.file_path()))
+        except Exception as error:
+            return f"has an unreadable deletion vector {vector.file_path()} ({first_line(error)})"
+    return None
 
 
 def rebuild(storage: Storage) -> int:

@@ -95,13 +95,57 @@ class TableFiles:
 
         obstore.delete(self._store, path)
 
+    def write_parquet(self, path: str, rows: Any) -> None:
+        """Write the pyarrow Table `rows` as the Parquet file `path`."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if not is_object_store(self.root):
+            local = os.path.join(self.root, path)
+            os.makedirs(os.path.dirname(local), exist_ok=True)
+            pq.write_table(rows, local)
+            return
+        sink = pa.BufferOutputStream()
+        pq.write_table(rows, sink)
+        self.put(path, sink.getvalue().to_pybytes())
+
     def open_parquet(self, path: str) -> Any:
-        """`path` as a pyarrow input file: memory-mapped on local disk, fetched whole from a store."""
+        """`path` as a pyarrow input file: memory-mapped on local disk; on a store, read by ranges (a
+        footer or a few columns cost only their bytes)."""
+        import obstore
         import pyarrow as pa
 
         if not is_object_store(self.root):
             return pa.memory_map(os.path.join(self.root, path))
-        return pa.BufferReader(self.get(path))
+        return pa.PythonFile(_RangeReader(obstore.open_reader(self._store, path)), mode="r")
+
+
+class _RangeReader:
+    """obstore's seekable reader with the file-object surface pyarrow's `PythonFile` asks for."""
+
+    closed = False
+
+    def __init__(self, reader: Any) -> None:
+        self._reader = reader
+
+    def read(self, size: int | None = -1) -> bytes:
+        return bytes(self._reader.read() if size is None or size < 0 else self._reader.read(size))
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return int(self._reader.seek(offset, whence))
+
+    def tell(self) -> int:
+        return int(self._reader.tell())
+
+    def seekable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self._reader.close()
+        self.closed = True
 
 
 def _store(root: str) -> Any:

@@ -29,6 +29,7 @@ from wide_assets.table.protocol import WriteResult
 from wide_assets.table.publish import PublishResult, publish
 from wide_assets.table.reads import Reader
 from wide_assets.table.recovery import recover
+from wide_assets.table.staging import staging_area
 from wide_assets.table.storage import Storage, check_path, stored_spec
 
 if TYPE_CHECKING:
@@ -175,8 +176,8 @@ class WideTable:
     ) -> WriteResult:
         """Merge `changes` (a Spark DataFrame, a pandas DataFrame or a pyarrow Table) into the table and
         its changelog as one commit; see `wide_assets.table.protocol`."""
-        frame = self._frame(changes, "changes")
-        with self._locked():
+        with staging_area(self.path) as stage, self._locked():
+            frame = spark_frame(self._storage.spark, changes, self.spec.columns, "changes", stage)
             return protocol.write(self._storage, frame, target_columns, Txn(*txn) if txn else None)
 
     def recover(self) -> bool:
