@@ -162,6 +162,7 @@ def test_a_crash_between_files_and_commit_leaves_nothing_readable_and_vacuum_rem
         f.path for f in delta_log.live_files(TableFiles(table.path), table.version)
     }
     assert orphans, "the crashed write left its files behind"
+    assert len(list((Path(table.path) / DV_PREFIX).iterdir())) == 2, "and its vector file"
     table.recover()  # its log commit landed: recovery applies it from the log, with files of its own
     expected[(2, "a")] = "lost"
     assert read_by_sail(table) == expected == read_by_delta_rs(table.path)
@@ -174,7 +175,10 @@ def test_a_crash_between_files_and_commit_leaves_nothing_readable_and_vacuum_rem
     assert not (orphans & left), "vacuum removes files no commit names"
     assert read_by_sail(table) == expected == read_by_delta_rs(table.path)
     live = delta_log.live_files(TableFiles(table.path), table.version)
-    assert all((Path(table.path) / f.deletion_vector.file_path()).exists() for f in live if f.deletion_vector)
+    in_use = {f.deletion_vector.file_path() for f in live if f.deletion_vector}
+    assert in_use, "the recovered write marked row 2 of the first file deleted"
+    stored = {str(p.relative_to(table.path)) for p in (Path(table.path) / DV_PREFIX).iterdir()}
+    assert stored == in_use, "the crashed write's vector file is gone, the ones in use stay"
 
 
 def test_statistics_bound_every_value_and_filtered_reads_find_them(spark: Any, tmp_path: Path) -> None:
@@ -204,3 +208,21 @@ def test_statistics_bound_every_value_and_filtered_reads_find_them(spark: Any, t
                 ).num_rows
                 == 1
             )
+
+
+def test_optimize_folds_the_vectors_away_and_keeps_every_live_row(spark: Any, tmp_path: Path) -> None:
+    table = WideTable.create(spark, tmp_path / "t", COLUMNS, ["k", "part"], LAST_ROW)
+    oracle: dict[tuple[int, str], str] = {}
+    rng = random.Random(5)
+    for batch in ([(k, "a", "x", "+I") for k in range(60)], *(random_batch(rng, 30) for _ in range(3))):
+        table.write(spark.createDataFrame(batch, DDL))
+        apply_to_oracle(oracle, batch)
+    files = TableFiles(table.path)
+    assert any(f.deletion_vector for f in delta_log.live_files(files, table.version))
+    table.optimize()
+    assert not any(f.deletion_vector for f in delta_log.live_files(files, table.version))
+    assert read_by_sail(table) == oracle == read_by_delta_rs(table.path)
+    batch = random_batch(rng, 30)  # and writes go on over the compacted files
+    table.write(spark.createDataFrame(batch, DDL))
+    apply_to_oracle(oracle, batch)
+    assert read_by_sail(table) == oracle == read_by_delta_rs(table.path)

@@ -14,6 +14,7 @@ import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -112,6 +113,29 @@ def live_files(files: TableFiles, version: int) -> list[LiveFile]:
             elif "remove" in action:
                 live.pop(unquote(action["remove"]["path"]), None)
     return list(live.values())
+
+
+def vectors_in_use(files: TableFiles, version: int, since: datetime) -> set[str]:
+    """The vector files (table-relative) that a snapshot from the time `since` up to `version` can
+    read: those of the snapshot in force at `since`, and those every later commit adds."""
+    commits = sorted(
+        (int(match.group(1)), f.modified)
+        for f in files.list(LOG_DIR)
+        if (match := COMMIT_FILE.match(f.path.rsplit("/", 1)[-1])) and int(match.group(1)) <= version
+    )
+    later = [v for v, modified in commits if modified >= since]
+    first = max(later[0] - 1, 0) if later else version
+    paths = {_vector_file(f.deletion_vector) for f in live_files(files, first)}
+    for commit_version in range(first + 1, version + 1):
+        for line in files.get(f"{LOG_DIR}/{commit_version:020d}.json").decode().splitlines():
+            vector = json.loads(line).get("add", {}).get("deletionVector") if line.strip() else None
+            paths.add(_vector_file(Descriptor.from_action(vector) if vector else None))
+    paths.discard(None)
+    return {p for p in paths if p is not None}
+
+
+def _vector_file(descriptor: Descriptor | None) -> str | None:
+    return descriptor.file_path() if descriptor is not None and descriptor.storage_type == "u" else None
 
 
 def commit(files: TableFiles, version: int, actions: Iterable[dict[str, Any]], operation: str) -> None:

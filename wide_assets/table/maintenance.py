@@ -10,7 +10,7 @@ from wide_assets.errors import InvalidOptionError, TableStateError, first_line
 from wide_assets.schema import Column
 from wide_assets.spec import TableSpec
 from wide_assets.table import arbiter, delta_log
-from wide_assets.table.deletion_vectors import read_vector
+from wide_assets.table.deletion_vectors import DV_PREFIX, read_vector
 from wide_assets.table.images import commit_images
 from wide_assets.table.objects import TableFiles
 from wide_assets.table.storage import Storage
@@ -18,10 +18,27 @@ from wide_assets.table.table_writes import replace_all
 
 
 def optimize(storage: Storage, z_order: Sequence[str] | None = None) -> dict[str, Any]:
-    """Small-file compaction (delta-rs OPTIMIZE, optionally Z-ordered) of the table and its log."""
-    table = arbiter.open_table(storage.path)
-    metrics = table.optimize.z_order(list(z_order)) if z_order else table.optimize.compact()
-    arbiter.open_table(storage.changelog_path).optimize.compact()
+    """Small-file compaction (delta-rs OPTIMIZE, optionally Z-ordered) of the table and its log; the
+    rewritten files leave their deleted rows behind, so this also folds the deletion vectors away.
+    Each lands as exactly the version after the snapshot it planned from: a file a concurrent write
+    gave a new vector meanwhile is never rewritten from its old one."""
+
+    def table_attempt() -> dict[str, Any]:
+        table = arbiter.open_table(storage.path)
+        no_retry = arbiter.commit_properties()
+        with arbiter.arbitrated():
+            if z_order:
+                return dict(table.optimize.z_order(list(z_order), commit_properties=no_retry))
+            return dict(table.optimize.compact(commit_properties=no_retry))
+
+    def log_attempt() -> None:
+        with arbiter.arbitrated():
+            arbiter.open_table(storage.changelog_path).optimize.compact(
+                commit_properties=arbiter.commit_properties()
+            )
+
+    metrics = arbiter.retrying(table_attempt, f"optimizing {storage.path}")[0]
+    arbiter.retrying(log_attempt, f"optimizing {storage.changelog_path}")
     return metrics
 
 
@@ -36,7 +53,32 @@ def vacuum(storage: Storage, retention_hours: int | None = None, dry_run: bool =
         removed += arbiter.open_table(path).vacuum(
             retention_hours=retention_hours, dry_run=dry_run, enforce_retention_duration=True, full=True
         )
-    return removed
+    return removed + _vacuum_vectors(storage, retention_hours, dry_run)
+
+
+def _vacuum_vectors(storage: Storage, retention_hours: int | None, dry_run: bool) -> list[str]:
+    """Delete the deletion-vector files older than the retention that no version within it reads
+    (replaced by later vectors, or written by a writer that crashed or lost a race)."""
+    from datetime import UTC, datetime, timedelta
+
+    table = arbiter.open_table(storage.path)
+    hours = retention_hours if retention_hours is not None else _retention_hours(table)
+    since = datetime.now(UTC) - timedelta(hours=hours)
+    files = TableFiles(storage.path)
+    in_use = delta_log.vectors_in_use(files, table.version(), since)
+    stale = [f.path for f in files.list(DV_PREFIX) if f.path not in in_use and f.modified < since]
+    if not dry_run:
+        for path in stale:
+            files.delete(path)
+    return [files.uri(path) for path in stale]
+
+
+def _retention_hours(table: Any) -> float:
+    """The table's `delta.deletedFileRetentionDuration` in hours (Delta's default: a week)."""
+    text = table.metadata().configuration.get("delta.deletedFileRetentionDuration", "interval 1 weeks")
+    count, unit = text.removeprefix("interval").split()
+    per_unit = {"second": 1 / 3600, "minute": 1 / 60, "hour": 1, "day": 24, "week": 168}
+    return float(count) * per_unit[unit.rstrip("s")]
 
 
 def verify(storage: Storage) -> None:
