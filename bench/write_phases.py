@@ -7,8 +7,9 @@ On the product_360 workload (`bench.workload`), the batch is written `--runs` ti
 one base of `bench.candidates.setup` (`default` or `write_only`) in one warm Sail session. The
 library's own calls are timed where the write makes them: validation (`prepare_batch`), the merge and
 the log append in one atomic commit (`Storage.append_log`, which computes the merge), the counts
-(`commit_counts`) and the table's MERGE (`Storage.apply_images`). The rest of the total is recovery,
-the transaction check and metadata reads. Each result is checked against the workload's oracle.
+(`commit_counts`) and the table commit (`table_writes.apply_images`: reading the snapshot's files, the
+engine writing the new images, finding the rows they replace). The rest of the total is recovery, the
+transaction check and metadata reads. Each result is checked against the workload's oracle.
 """
 
 from __future__ import annotations
@@ -25,11 +26,15 @@ from typing import Any
 from bench.candidates import WIDE_BASES, setup
 from bench.workload import Layout, generate, mismatch, oracle
 
+# phase: (module or class where the write looks the function up, its name)
 PHASES = {
     "validate": ("wide_assets.table.protocol", "prepare_batch"),
-    "merge + log append": ("wide_assets.table.storage.Storage", "append_log"),
+    "merge + log append": ("wide_assets.table.storage:Storage", "append_log"),
     "counts": ("wide_assets.table.protocol", "commit_counts"),
-    "table MERGE": ("wide_assets.table.storage.Storage", "apply_images"),
+    "table apply": ("wide_assets.table.recovery", "apply_images"),
+    "  of which: snapshot files": ("wide_assets.table.delta_log", "live_files"),
+    "  of which: engine writes images": ("wide_assets.table.table_writes", "write_files"),
+    "  of which: replaced rows found": ("wide_assets.table.table_writes", "replaced_rows"),
 }
 
 
@@ -48,11 +53,13 @@ def timed(seconds: dict[str, float], phase: str, function: Callable[..., Any]) -
 
 def instrument(seconds: dict[str, float]) -> None:
     """Wrap each phase's function where the write looks it up."""
-    import wide_assets.table.protocol as protocol
-    from wide_assets.table.storage import Storage
+    import importlib
 
     for phase, (owner, name) in PHASES.items():
-        target: Any = Storage if owner.endswith(".Storage") else protocol
+        module, _, cls = owner.partition(":")
+        target: Any = importlib.import_module(module)
+        if cls:
+            target = getattr(target, cls)
         setattr(target, name, timed(seconds, phase, getattr(target, name)))
 
 

@@ -40,6 +40,17 @@ class ConcurrentWriteError(WideTableError):
     committed by the failed write)."""
 
 
+class StoreError(WideTableError):
+    """The store failed during a write. `committed` says whether the write's commit landed: False,
+    nothing of it is in the table (retrying the call is safe); None, it could not be found out while
+    the store was down (look for `write_id` in `WideTable.commits()` before retrying)."""
+
+    def __init__(self, message: str, committed: bool | None, write_id: str) -> None:
+        super().__init__(message)
+        self.committed = committed
+        self.write_id = write_id
+
+
 def did_you_mean(name: str, candidates: Iterable[str]) -> str:
     """` (did you mean 'x'?)` naming the candidate closest to a misspelled `name`, or "" if none is close."""
     closest = difflib.get_close_matches(name, list(candidates), n=1)

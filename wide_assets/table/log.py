@@ -72,6 +72,9 @@ class CommitInfo:
     target_columns: tuple[str, ...] | None
     next_auto_increment: int | None = None
     key_only_deletes: int = 0  # -D records carrying only the key (see `WriteResult.key_only_deletes_ignored`)
+    # The id of the `write` call that made the commit: a call that lost touch with the store finds out
+    # from the log whether its commit landed.
+    write_id: str | None = None
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -92,6 +95,7 @@ class CommitInfo:
             target_columns=targets,
             next_auto_increment=data.get("next_auto_increment"),
             key_only_deletes=data.get("key_only_deletes", 0),
+            write_id=data.get("write_id"),
         )
 
 

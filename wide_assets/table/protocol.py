@@ -14,6 +14,8 @@ docs/commit-protocol.md has the argument.
 from __future__ import annotations
 
 import logging
+import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -28,7 +30,7 @@ from wide_assets.changelog import (
     kind_counts,
     transition_counts,
 )
-from wide_assets.errors import ConcurrentWriteError, merge_errors
+from wide_assets.errors import ConcurrentWriteError, StoreError, first_line, merge_errors
 from wide_assets.merge import engine_for, logs_unchanged_rows
 from wide_assets.table import arbiter
 from wide_assets.table.log import CommitInfo, Origin, Txn, now
@@ -62,6 +64,9 @@ class WriteResult:
     note: str | None = None
     # Attempts that lost the race to another writer's commit and were computed again.
     conflicts: int = 0
+    # The commit landed but the store failed before it was applied and counted: whoever catches up
+    # next applies it (`version`, `changelog_version` are then -1 and the counts 0). Never write it again.
+    apply_pending: bool = False
 
     def as_metadata(self) -> dict[str, Any]:
         return asdict(self)
@@ -85,6 +90,11 @@ def committed_by(commits: Sequence[CommitInfo], txn: Txn) -> CommitInfo | None:
     return None
 
 
+# How long a write that lost touch with the store while logging its commit waits for the store to
+# answer again, to find out whether the commit landed.
+OUTAGE_WAIT_S = 60.0
+
+
 def full_compaction_due(commit: int, every: int) -> bool:
     """Whether commit number `commit` closes a window of `full-compaction.delta-commits` commits."""
     return commit % every == 0
@@ -105,16 +115,44 @@ def write(
             batches.append(prepare_batch(storage.spark, storage.spec, changes, target_columns))
         return batches[0]
 
-    written, conflicts = arbiter.retrying(
-        lambda: attempt(storage, prepared, txn), f"writing to {storage.path}"
-    )
-    if not written.skipped and not storage.spec.merge.write_only:
-        finish(storage, written.commit)
-    return replace(written, version=storage.version, conflicts=conflicts)
+    write_id = uuid.uuid4().hex
+    try:
+        outcome, conflicts = arbiter.retrying(
+            lambda: attempt(storage, prepared, txn, write_id), f"writing to {storage.path}"
+        )
+    except Exception as error:
+        if not is_store_error(error):
+            raise
+        raise StoreError(
+            f"Writing to {storage.path} failed before its commit ({first_line(error)}); nothing was "
+            "committed, so the call can be retried.",
+            committed=False,
+            write_id=write_id,
+        ) from error
+    if isinstance(outcome, WriteResult):  # skipped: its transaction id was committed before
+        return replace(outcome, version=storage.version, conflicts=conflicts)
+    info, recovered = outcome
+    try:
+        # Past the commit point nothing may raise: a caller's retry would apply the write twice.
+        if not storage.spec.merge.write_only:
+            finish(storage, info.commit)
+        counted = result(storage, info, commit_counts(storage, info.commit), recovered=recovered)
+        return replace(counted, version=storage.version, conflicts=conflicts)
+    except Exception as error:
+        if not is_store_error(error):
+            raise
+        logger.warning(
+            "%s: commit %d stands; the store failed after it: %s", storage.path, info.commit, error
+        )
+        return pending_result(storage, info, conflicts, error)
 
 
-def attempt(storage: Storage, prepared: Callable[[], PreparedBatch], txn: Txn | None) -> WriteResult:
-    """Steps (1)-(4) of one attempt; raises `Conflict` when another commit landed first."""
+def attempt(
+    storage: Storage, prepared: Callable[[], PreparedBatch], txn: Txn | None, write_id: str
+) -> WriteResult | tuple[CommitInfo, bool]:
+    """Steps (1)-(4) of one attempt: the commit it logged and whether catching up applied anything, or
+    the result of the earlier commit of its transaction id (skipped). Raises `Conflict` when another
+    commit landed first."""
     spark, spec = storage.spark, storage.spec
     merge = spec.merge
     log = storage.log.snapshot()
@@ -134,6 +172,7 @@ def attempt(storage: Storage, prepared: Callable[[], PreparedBatch], txn: Txn | 
         written_at=now(),
         input_records=0,
         target_columns=batch.context.target_columns,
+        write_id=write_id,
     )
     if merge.lookup_free_writes:
         # Their fold into the stored rows waits for compaction. Of these engines' checks only a guard
@@ -167,10 +206,71 @@ def attempt(storage: Storage, prepared: Callable[[], PreparedBatch], txn: Txn | 
     assert batch.records is not None and batch.key_only_deletes is not None, "prepare_batch counts them"
     info = replace(info, input_records=batch.records, key_only_deletes=batch.key_only_deletes)
     faults.checkpoint("before-changelog-commit")
-    storage.append_log(parts, info.commit, Origin.COMMIT, info.to_json(), log)
+    try:
+        storage.append_log(parts, info.commit, Origin.COMMIT, info.to_json(), log)
+    except Exception as error:
+        if not is_store_error(error) or not commit_landed(storage, info, log.version):
+            raise
     faults.checkpoint("after-changelog-commit")
     # `info` is exactly the marker just committed: no need to read the log back.
-    return result(storage, info, commit_counts(storage, info.commit), recovered=recovered)
+    return info, recovered
+
+
+def is_store_error(error: BaseException) -> bool:
+    """Whether `error` is the store failing (unreachable, refusing, timing out), not a lost race."""
+    from deltalake.exceptions import DeltaError
+    from obstore.exceptions import BaseError
+
+    return isinstance(error, OSError | DeltaError | BaseError) and not isinstance(error, arbiter.Conflict)
+
+
+def commit_landed(storage: Storage, info: CommitInfo, pinned: int) -> bool:
+    """After the store failed during the log append of `info` (computed from log version `pinned`),
+    whether that commit landed, read from the log once the store answers again. The log's next version
+    decides: ours (it carries this call's write id), another writer's (ours can never land), or none
+    (the put never reached the store). Raises StoreError when the store does not answer within
+    OUTAGE_WAIT_S."""
+    deadline = time.monotonic() + OUTAGE_WAIT_S
+    wait = 0.5
+    while True:
+        try:
+            if storage.log.version() <= pinned:
+                return False
+            return any(c.write_id == info.write_id for c in storage.log.markers().commits)
+        except Exception as error:
+            if not is_store_error(error) or time.monotonic() > deadline:
+                raise StoreError(
+                    f"Writing to {storage.path}: the store failed while commit {info.commit} was being "
+                    f"logged and has not answered since ({first_line(error)}), so whether it landed is "
+                    f"unknown: before retrying, look for write id {info.write_id} in "
+                    "WideTable.commits() (or retry with a transaction id, which is never applied twice).",
+                    committed=None,
+                    write_id=str(info.write_id),
+                ) from error
+        time.sleep(wait)
+        wait = min(wait * 2, 5.0)
+
+
+def pending_result(storage: Storage, info: CommitInfo, conflicts: int, error: BaseException) -> WriteResult:
+    """The result of a commit that landed when the store failed before it was applied and counted."""
+    return WriteResult(
+        commit=info.commit,
+        version=-1,
+        changelog_version=-1,
+        inserted=0,
+        updated=0,
+        deleted=0,
+        unchanged=0,
+        input_records=info.input_records,
+        changelog_rows=0,
+        conflicts=conflicts,
+        apply_pending=True,
+        note=(
+            f"Commit {info.commit} stands (write id {info.write_id}); the store failed after it "
+            f"({first_line(error)}), so it is applied by whoever catches up next (a write, a "
+            "compaction or recover()) and its counts are unknown: do not write it again."
+        ),
+    )
 
 
 def finish(storage: Storage, commit: int) -> None:
@@ -225,5 +325,9 @@ def result(
         resolved_at_compaction=merge.lookup_free_writes,
         key_only_deletes_ignored=info.key_only_deletes if why is not None else 0,
         note=note,
-        **counts,
+        inserted=counts["inserted"],
+        updated=counts["updated"],
+        deleted=counts["deleted"],
+        unchanged=counts["unchanged"],
+        changelog_rows=counts["changelog_rows"],
     )

@@ -1,0 +1,111 @@
+"""A store that fails around a write's commit: the write raises only when its commit did not land (and
+says so), and never when it did, so a caller that retries every error applies each write once. The
+oracle is plain arithmetic: a `sum` column written +1 per intended write."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from wide_assets import WideTable
+from wide_assets.errors import StoreError
+from wide_assets.table import arbiter, protocol, table_writes
+
+COLUMNS = [("k", "int"), ("n", "bigint")]
+SUM = {"merge-engine": "aggregation", "fields.n.aggregate-function": "sum"}
+
+
+def outage() -> OSError:
+    return OSError("Kernel error -> Generic S3 error: error sending request: Connection refused")
+
+
+def retrying_caller(table: WideTable, spark: Any) -> Any:
+    """What a user's job does: write +1, and on any error write it again (at most 3 times)."""
+    for _ in range(3):
+        try:
+            return table.write(spark.createDataFrame([(1, 1)], "k int, n bigint"))
+        except StoreError as error:
+            assert error.committed is False, error  # only then is a retry safe
+    raise AssertionError("three failed writes")
+
+
+def total(table: WideTable) -> int:
+    return int(table.read().collect()[0].n)
+
+
+def failing_once(function: Callable[..., Any], after: bool) -> Callable[..., Any]:
+    """`function`, failing its first call like an unreachable store: before it runs or after it did."""
+    calls = []
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1 and not after:
+            raise outage()
+        value = function(*args, **kwargs)
+        if len(calls) == 1:
+            raise outage()
+        return value
+
+    return wrapper
+
+
+@pytest.fixture
+def table(spark: Any, tmp_path: Path) -> WideTable:
+    table = WideTable.create(spark, tmp_path / "t", COLUMNS, ["k"], SUM)
+    table.write(spark.createDataFrame([(1, 0)], "k int, n bigint"))
+    return table
+
+
+def test_a_store_failure_after_the_commit_landed_is_not_an_error(
+    spark: Any, table: WideTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(arbiter, "append_files", failing_once(arbiter.append_files, after=True))
+    result = retrying_caller(table, spark)
+    assert total(table) == 1 and len(table.commits()) == 2
+    assert result.commit == 2 and not result.apply_pending
+
+
+def test_a_store_failure_before_the_commit_says_nothing_was_committed(
+    spark: Any, table: WideTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(arbiter, "append_files", failing_once(arbiter.append_files, after=False))
+    with pytest.raises(StoreError, match="nothing was committed") as raised:
+        table.write(spark.createDataFrame([(1, 1)], "k int, n bigint"))
+    assert raised.value.committed is False
+    assert total(table) == 0
+    retrying_caller(table, spark)
+    assert total(table) == 1
+
+
+def test_a_store_failure_while_applying_reports_the_commit_pending(
+    spark: Any, table: WideTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        table_writes.delta_log, "commit", failing_once(table_writes.delta_log.commit, after=False)
+    )
+    result = retrying_caller(table, spark)
+    assert result.apply_pending and "do not write it again" in str(result.note)
+    assert table.pending_commits() == [2]
+    monkeypatch.undo()
+    table.recover()
+    assert total(table) == 1 and table.pending_commits() == []
+
+
+def test_an_unanswering_store_leaves_the_outcome_unknown_and_says_how_to_find_it(
+    spark: Any, table: WideTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(arbiter, "append_files", failing_once(arbiter.append_files, after=True))
+
+    def unreachable(*args: Any) -> int:
+        raise outage()
+
+    monkeypatch.setattr(type(table._storage.log), "version", unreachable)
+    monkeypatch.setattr(protocol, "OUTAGE_WAIT_S", 0.1)
+    with pytest.raises(StoreError, match="whether it landed is unknown") as raised:
+        table.write(spark.createDataFrame([(1, 1)], "k int, n bigint"))
+    assert raised.value.committed is None
+    monkeypatch.undo()
+    assert [c.write_id for c in table.commits()][-1] == raised.value.write_id
