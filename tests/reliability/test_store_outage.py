@@ -109,3 +109,61 @@ def test_an_unanswering_store_leaves_the_outcome_unknown_and_says_how_to_find_it
     assert raised.value.committed is None
     monkeypatch.undo()
     assert [c.write_id for c in table.commits()][-1] == raised.value.write_id
+
+
+WRITER = """
+import sys, time
+from wide_assets import WideTable, get_spark
+path, writes = sys.argv[1], int(sys.argv[2])
+spark = get_spark()
+def retried(call):
+    while True:  # a caller that retries every error, as a job would
+        try:
+            return call()
+        except Exception as error:
+            print("retry", type(error).__name__, str(error)[:160], flush=True)
+            time.sleep(0.5)
+table = retried(lambda: WideTable.create(spark, path, [("k", "int"), ("n", "bigint")], ["k"], SUM))
+for write in range(writes):
+    result = retried(lambda: table.write(spark.createDataFrame([(1, 1)], "k int, n bigint")))
+    print("wrote", write, "commit", result.commit, "pending", result.apply_pending, flush=True)
+retried(table.recover)
+print("done", flush=True)
+""".replace("SUM", repr(SUM))
+
+
+@pytest.mark.slow
+def test_writes_through_s3_outages_apply_each_write_once(tmp_path: Path) -> None:
+    """A writer that retries every error, without a transaction id, while the S3 server is killed and
+    restarted under it (same port, same data): every write is applied exactly once."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    import pyarrow as pa
+    from deltalake import DeltaTable, QueryBuilder
+    from servers import free_ports, patched_environ, seaweedfs
+
+    writes, outages = 24, 3
+    root, ports = tmp_path / "s3", free_ports(8)
+    root.mkdir()
+    log = tmp_path / "writer.log"
+    with seaweedfs(root, "outage", ports) as endpoint:
+        path = endpoint.uri("t")
+        env = {**os.environ, **endpoint.env, "RUST_LOG": "error"}
+        command = [sys.executable, "-c", WRITER, path, str(writes)]
+        writer = subprocess.Popen(command, stdout=log.open("w"), stderr=subprocess.STDOUT, env=env)
+        time.sleep(20)
+    for _ in range(outages):  # killed: down for a while, then back on the same port and data
+        time.sleep(3)
+        with seaweedfs(root, "outage", ports):
+            time.sleep(10)
+    with seaweedfs(root, "outage", ports), patched_environ(endpoint.env):
+        assert writer.wait(timeout=900) == 0, log.read_text()[-3000:]
+        assert "done" in log.read_text()
+        table = WideTable.open(None, path)
+        assert [c.commit for c in table.commits()] == list(range(1, writes + 1)), log.read_text()[-3000:]
+        assert table.pending_commits() == []
+        query = QueryBuilder().register("t", DeltaTable(path)).execute("SELECT n FROM t")
+        assert pa.table(query.read_all())["n"].to_pylist() == [writes], log.read_text()[-3000:]

@@ -64,8 +64,8 @@ class WriteResult:
     note: str | None = None
     # Attempts that lost the race to another writer's commit and were computed again.
     conflicts: int = 0
-    # The commit landed but the store failed before it was applied and counted: whoever catches up
-    # next applies it (`version`, `changelog_version` are then -1 and the counts 0). Never write it again.
+    # The commit landed but applying or counting it failed (the store or the engine): whoever catches
+    # up next applies it (`version`, `changelog_version` are then -1 and the counts 0). Never write it again.
     apply_pending: bool = False
 
     def as_metadata(self) -> dict[str, Any]:
@@ -138,12 +138,8 @@ def write(
             finish(storage, info.commit)
         counted = result(storage, info, commit_counts(storage, info.commit), recovered=recovered)
         return replace(counted, version=storage.version, conflicts=conflicts)
-    except Exception as error:
-        if not is_store_error(error):
-            raise
-        logger.warning(
-            "%s: commit %d stands; the store failed after it: %s", storage.path, info.commit, error
-        )
+    except Exception as error:  # whatever failed, the commit stands and whoever catches up applies it
+        logger.warning("%s: commit %d stands; applying it failed: %s", storage.path, info.commit, error)
         return pending_result(storage, info, conflicts, error)
 
 
@@ -238,7 +234,9 @@ def commit_landed(storage: Storage, info: CommitInfo, pinned: int) -> bool:
                 return False
             return any(c.write_id == info.write_id for c in storage.log.markers().commits)
         except Exception as error:
-            if not is_store_error(error) or time.monotonic() > deadline:
+            if not is_store_error(error):
+                raise
+            if time.monotonic() > deadline:
                 raise StoreError(
                     f"Writing to {storage.path}: the store failed while commit {info.commit} was being "
                     f"logged and has not answered since ({first_line(error)}), so whether it landed is "
@@ -252,7 +250,8 @@ def commit_landed(storage: Storage, info: CommitInfo, pinned: int) -> bool:
 
 
 def pending_result(storage: Storage, info: CommitInfo, conflicts: int, error: BaseException) -> WriteResult:
-    """The result of a commit that landed when the store failed before it was applied and counted."""
+    """The result of a commit that landed but could not be applied and counted (the store or the
+    engine failed after the commit point)."""
     return WriteResult(
         commit=info.commit,
         version=-1,
@@ -266,7 +265,7 @@ def pending_result(storage: Storage, info: CommitInfo, conflicts: int, error: Ba
         conflicts=conflicts,
         apply_pending=True,
         note=(
-            f"Commit {info.commit} stands (write id {info.write_id}); the store failed after it "
+            f"Commit {info.commit} stands (write id {info.write_id}); applying it failed "
             f"({first_line(error)}), so it is applied by whoever catches up next (a write, a "
             "compaction or recover()) and its counts are unknown: do not write it again."
         ),
