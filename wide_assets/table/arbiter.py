@@ -20,7 +20,7 @@ from wide_assets.errors import ConcurrentWriteError
 if TYPE_CHECKING:
     from deltalake import DeltaTable
 
-    from wide_assets.table.files import WrittenFile
+    from wide_assets.table.files import DataFile
 
 # The table's Delta application-transaction id: its version is the last commit the table holds.
 APP_ID = "wide_assets"
@@ -83,7 +83,7 @@ def commit_properties(through: int | None = None) -> Any:
     return CommitProperties(max_commit_retries=0, app_transactions=transactions)
 
 
-def append_files(table: DeltaTable, written: Sequence[WrittenFile], through: int | None = None) -> None:
+def append_files(table: DeltaTable, written: Sequence[DataFile], through: int | None = None) -> None:
     """Commit files the engine wrote (`files.write_files`) as an append right after `table`'s snapshot,
     or raise `Conflict`."""
     from deltalake.transaction import AddAction, RemoveAction
@@ -95,7 +95,7 @@ def append_files(table: DeltaTable, written: Sequence[WrittenFile], through: int
             partition_values=w.partition_values,
             modification_time=w.modification_time,
             data_change=True,
-            stats=w.stats,
+            stats=w.stats or "{}",
         )
         for w in written
     ]

@@ -13,13 +13,14 @@ import json
 import re
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
+from wide_assets.table import arbiter
 from wide_assets.table.arbiter import APP_ID, Conflict
 from wide_assets.table.deletion_vectors import Descriptor
+from wide_assets.table.files import DataFile
 from wide_assets.table.objects import AlreadyExists, TableFiles
 
 LOG_DIR = "_delta_log"
@@ -30,63 +31,7 @@ COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
 ENGINE_INFO = "wide_assets"
 
 
-@dataclass(frozen=True)
-class LiveFile:
-    """One data file of a snapshot: its add action's fields."""
-
-    path: str  # table-relative, decoded
-    size: int
-    modification_time: int
-    partition_values: dict[str, str | None]
-    stats: str | None
-    deletion_vector: Descriptor | None
-
-    @property
-    def num_records(self) -> int | None:
-        """The physical row count its statistics record (deleted rows included)."""
-        if not self.stats:
-            return None
-        value = json.loads(self.stats).get("numRecords")
-        return None if value is None else int(value)
-
-    def add_action(self, deletion_vector: Descriptor | None = None) -> dict[str, Any]:
-        """This file's add action, with `deletion_vector` instead of its own when given."""
-        stats = self.stats
-        if deletion_vector is not None and stats:
-            # With rows deleted, the recorded min/max may be wider than the live rows' (still a bound).
-            stats = json.dumps({**json.loads(stats), "tightBounds": False})
-        action: dict[str, Any] = {
-            "path": quote(self.path, safe="/="),
-            "partitionValues": self.partition_values,
-            "size": self.size,
-            "modificationTime": self.modification_time,
-            "dataChange": True,
-            "stats": stats,
-        }
-        vector = deletion_vector or self.deletion_vector
-        if vector is not None:
-            action["deletionVector"] = vector.to_action()
-        return {"add": action}
-
-    def remove_action(self, timestamp: int) -> dict[str, Any]:
-        """The remove action of this exact file: a file is identified by its path and its vector."""
-        action: dict[str, Any] = {
-            "path": quote(self.path, safe="/="),
-            "deletionTimestamp": timestamp,
-            "dataChange": True,
-            "extendedFileMetadata": True,
-            "partitionValues": self.partition_values,
-            "size": self.size,
-        }
-        if self.deletion_vector is not None:
-            action["deletionVector"] = self.deletion_vector.to_action()
-        return {"remove": action}
-
-    def with_vector(self, deletion_vector: Descriptor) -> LiveFile:
-        return replace(self, deletion_vector=deletion_vector)
-
-
-def live_files(files: TableFiles, version: int) -> list[LiveFile]:
+def live_files(files: TableFiles, version: int) -> list[DataFile]:
     """The data files of the table as of `version`: the newest checkpoint at or before it, then every
     JSON commit after it, replayed."""
     names = [f.path.rsplit("/", 1)[-1] for f in files.list(LOG_DIR)]
@@ -96,7 +41,7 @@ def live_files(files: TableFiles, version: int) -> list[LiveFile]:
         if match and int(match.group(1)) <= version:
             checkpoints.setdefault(int(match.group(1)), []).append(name)
     start = max(checkpoints, default=-1)
-    live: dict[str, LiveFile] = {}
+    live: dict[str, DataFile] = {}
     if start >= 0:
         for name in checkpoints[start]:
             for add in _checkpoint_adds(files, f"{LOG_DIR}/{name}"):
@@ -158,24 +103,22 @@ def checkpoint_if_due(path: str, version: int) -> None:
     """Write a checkpoint every CHECKPOINT_INTERVAL versions, so that reading a snapshot stays bounded
     (delta-rs checkpoints after its own commits only). Best effort: a lost race writes the same file."""
     if version % CHECKPOINT_INTERVAL == 0:
-        from wide_assets.table import arbiter
-
         arbiter.open_table(path, version).create_checkpoint()
 
 
-def _checkpoint_adds(files: TableFiles, path: str) -> list[LiveFile]:
+def _checkpoint_adds(files: TableFiles, path: str) -> list[DataFile]:
     import pyarrow.parquet as pq
 
     table = pq.read_table(files.open_parquet(path), columns=["add"])
     return [_live_file(add) for add in table.column("add").to_pylist() if add is not None]
 
 
-def _live_file(add: dict[str, Any]) -> LiveFile:
+def _live_file(add: dict[str, Any]) -> DataFile:
     partitions = add.get("partitionValues") or {}
     if isinstance(partitions, list):  # a checkpoint's map column reads as key-value pairs
         partitions = dict(partitions)
     vector = add.get("deletionVector")
-    return LiveFile(
+    return DataFile(
         path=unquote(add["path"]),
         size=int(add["size"]),
         modification_time=int(add["modificationTime"]),

@@ -19,6 +19,7 @@ from urllib.parse import quote, unquote
 
 from pyspark.sql import DataFrame
 
+from wide_assets.table.deletion_vectors import Descriptor
 from wide_assets.table.objects import StoredFile, TableFiles
 
 # Bounds of longer strings are cut to this many characters (a prefix is a lower bound; a prefix
@@ -30,32 +31,61 @@ _ONE_MILLISECOND = timedelta(milliseconds=1)
 
 
 @dataclass(frozen=True)
-class WrittenFile:
-    """A Parquet file the engine wrote: what its add action says."""
+class DataFile:
+    """A data file of the table: its add action's fields (a file the engine just wrote has no vector)."""
 
     path: str  # table-relative, decoded
     size: int
     modification_time: int
     partition_values: dict[str, str | None]
-    stats: str
-    num_records: int
+    stats: str | None
+    deletion_vector: Descriptor | None = None
 
-    def add_action(self) -> dict[str, Any]:
-        return {
-            "add": {
-                "path": quote(self.path, safe="/="),
-                "partitionValues": self.partition_values,
-                "size": self.size,
-                "modificationTime": self.modification_time,
-                "dataChange": True,
-                "stats": self.stats,
-            }
+    @property
+    def num_records(self) -> int | None:
+        """The physical row count its statistics record (deleted rows included)."""
+        if not self.stats:
+            return None
+        value = json.loads(self.stats).get("numRecords")
+        return None if value is None else int(value)
+
+    def add_action(self, deletion_vector: Descriptor | None = None) -> dict[str, Any]:
+        """This file's add action, with `deletion_vector` instead of its own when given."""
+        stats = self.stats
+        if deletion_vector is not None and stats:
+            # With rows deleted, the recorded min/max may be wider than the live rows' (still a bound).
+            stats = json.dumps({**json.loads(stats), "tightBounds": False})
+        action: dict[str, Any] = {
+            "path": quote(self.path, safe="/="),
+            "partitionValues": self.partition_values,
+            "size": self.size,
+            "modificationTime": self.modification_time,
+            "dataChange": True,
+            "stats": stats,
         }
+        vector = deletion_vector or self.deletion_vector
+        if vector is not None:
+            action["deletionVector"] = vector.to_action()
+        return {"add": action}
+
+    def remove_action(self, timestamp: int) -> dict[str, Any]:
+        """The remove action of this exact file: a file is identified by its path and its vector."""
+        action: dict[str, Any] = {
+            "path": quote(self.path, safe="/="),
+            "deletionTimestamp": timestamp,
+            "dataChange": True,
+            "extendedFileMetadata": True,
+            "partitionValues": self.partition_values,
+            "size": self.size,
+        }
+        if self.deletion_vector is not None:
+            action["deletionVector"] = self.deletion_vector.to_action()
+        return {"remove": action}
 
 
 def write_files(
     frame: DataFrame, files: TableFiles, partition_by: Sequence[str] = (), folder: str | None = None
-) -> list[WrittenFile]:
+) -> list[DataFile]:
     """Have the engine write `frame` as Parquet into a new folder of the table `files`; returns the
     files it wrote (none for an empty frame: a file the engine wrote with no rows is deleted)."""
     folder = folder or f"part-{uuid.uuid4().hex}"
@@ -71,18 +101,17 @@ def write_files(
     return [w for w in described if w.num_records]
 
 
-def describe(files: TableFiles, stored: StoredFile) -> WrittenFile:
+def describe(files: TableFiles, stored: StoredFile) -> DataFile:
     """The add action of a Parquet file, from its footer: row count, null counts, integer bounds."""
     import pyarrow.parquet as pq
 
     metadata = pq.read_metadata(files.open_parquet(stored.path))
-    return WrittenFile(
+    return DataFile(
         path=stored.path,
         size=stored.size,
         modification_time=int(stored.modified.timestamp() * 1000),
         partition_values=partition_values(stored.path),
         stats=json.dumps(statistics(metadata)),
-        num_records=metadata.num_rows,
     )
 
 

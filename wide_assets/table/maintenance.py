@@ -11,6 +11,7 @@ from wide_assets.schema import Column
 from wide_assets.spec import TableSpec
 from wide_assets.table import arbiter, delta_log
 from wide_assets.table.deletion_vectors import DV_PREFIX, read_vector
+from wide_assets.table.files import DataFile
 from wide_assets.table.images import commit_images
 from wide_assets.table.objects import TableFiles
 from wide_assets.table.storage import Storage
@@ -110,7 +111,7 @@ def verify(storage: Storage) -> None:
                 )
 
 
-def _unreadable(files: TableFiles, file: delta_log.LiveFile) -> str | None:
+def _unreadable(files: TableFiles, file: DataFile) -> str | None:
     """What is wrong with a present file's footer or its deletion vector, if anything."""
     import pyarrow.parquet as pq
 

@@ -81,7 +81,7 @@ def publish(reader: Reader, path: str, encoding: Encoding | None = None) -> Publ
         written = write_files(entries, TableFiles(path))
         if written:
             arbiter.append_files(table, written)
-        appended = sum(w.num_records for w in written)
+        appended = sum(w.num_records or 0 for w in written)
         return PublishResult(path, start, appended, arbiter.open_table(path).version())
 
     return arbiter.retrying(attempt, f"publishing to {path}")[0]

@@ -24,8 +24,7 @@ from wide_assets.spec import BUCKET_COLUMN, TableSpec
 from wide_assets.sql import quote
 from wide_assets.table import delta_log
 from wide_assets.table.deletion_vectors import Descriptor, VectorFile, read_vector
-from wide_assets.table.delta_log import LiveFile
-from wide_assets.table.files import write_files
+from wide_assets.table.files import DataFile, write_files
 from wide_assets.table.objects import TableFiles
 from wide_assets.table.storage import IS_DELETE_IMAGE
 
@@ -41,7 +40,7 @@ KEY_READERS = 8
 class Replaced:
     """The rows of one live file that a commit replaces: positions already deleted, and new ones."""
 
-    file: LiveFile
+    file: DataFile
     deleted: BitMap
     replaced: BitMap
 
@@ -77,7 +76,7 @@ def apply_images(storage: Storage, images: DataFrame, table: Any, through: int) 
     actions += [w.add_action() for w in written]
     delta_log.commit(files, version + 1, actions, "MERGE")
     delta_log.checkpoint_if_due(storage.path, version + 1)
-    return touched.num_rows if touched is not None else sum(w.num_records for w in written)
+    return touched.num_rows if touched is not None else sum(w.num_records or 0 for w in written)
 
 
 def replace_all(storage: Storage, rows: DataFrame, table: Any, through: int) -> None:
@@ -107,7 +106,7 @@ def partition_columns(spec: TableSpec) -> list[str]:
 
 
 def replaced_rows(
-    files: TableFiles, live: Sequence[LiveFile], touched: pa.Table, spec: TableSpec
+    files: TableFiles, live: Sequence[DataFile], touched: pa.Table, spec: TableSpec
 ) -> list[Replaced]:
     """Per live file, the positions of its live rows whose key is among `touched` (read from the key
     columns of the files in the touched buckets only, in parallel)."""
@@ -132,7 +131,7 @@ def _stored_vector(descriptor: Descriptor | None) -> bool:
 
 
 def _replaced_in(
-    files: TableFiles, file: LiveFile, keys: pa.Table, vectors: dict[str, bytes]
+    files: TableFiles, file: DataFile, keys: pa.Table, vectors: dict[str, bytes]
 ) -> Replaced | None:
     import numpy as np
     import pyarrow as pa
