@@ -198,15 +198,18 @@ class Storage:
         """One log commit right after the snapshot `log`: the entries plus their marker row (`origin`
         is a marker's). Raises `Conflict` when another commit took that version first."""
         nulls = ", ".join(f"CAST(NULL AS {c.type}) AS {quote(c.name)}" for c in self.spec.columns)
-        rows = self.spark.sql(
+        marker = self.spark.sql(
             f"SELECT CAST({commit} AS BIGINT) AS _commit, CAST(-1 AS BIGINT) AS _offset, "
             f"CAST(NULL AS STRING) AS _row_kind, {string_literal(origin)} AS _origin, {nulls}, "
             f"{string_literal(info_json)} AS _commit_info"
         )
-        for part in parts:
-            rows = rows.unionByName(part)
+        files = TableFiles(self.changelog_path)
+        # One engine write per part, not one of their union: Sail 0.7.2's local-cluster mode was seen
+        # to stall for good writing a union of the one-row marker and a merge (bench.repeated_writes).
         with merge_errors():
-            written = write_files(rows, TableFiles(self.changelog_path))
+            written = [
+                w for part in (marker, *parts) for w in write_files(part.select(*marker.columns), files)
+            ]
         arbiter.append_files(log.table, written)
 
 
