@@ -21,7 +21,13 @@ from wide_assets.pipelines.apply import SourceApplied, apply_sources, changelog_
 from wide_assets.pipelines.checks import primary_key_check, source_health_checks, unchanged_rows_check
 from wide_assets.pipelines.convergence import convergence_check
 from wide_assets.pipelines.declarations import JSON_FORMATS, LakeTableSpec, SourceSpec, WideTableSpec
-from wide_assets.pipelines.ingest import BadSourceRecords, cdc_columns, ingest, quarantine_path
+from wide_assets.pipelines.ingest import (
+    BadSourceRecords,
+    cdc_columns,
+    ingest,
+    quarantine_path,
+    require_landed,
+)
 from wide_assets.pipelines.landing import LandingZone
 from wide_assets.pipelines.locate import LakeLocator, SparkProvider, asset_key, lake_name, table_path
 from wide_assets.pipelines.maintenance import CompactionPolicy, is_write_only, maintenance_defs, table_health
@@ -125,8 +131,12 @@ def source_asset(spec: LakeTableSpec, source: SourceSpec, pool: str | None = Non
     ) -> dg.MaterializeResult[Any]:
         """Newly landed source records, appended once each to the source's change table."""
         files = landing.files(source)
+        path = table_path(lake, spec, source.name)
+        waiting = require_landed(landing.root, source, files, path)
+        if waiting:
+            context.log.warning(f"{source.name}: {waiting}")
         try:
-            result = ingest(spark.spark, source, files, table_path(lake, spec, source.name))
+            result = ingest(spark.spark, source, files, path)
         except BadSourceRecords as error:
             raise dg.Failure(
                 description=str(error),
