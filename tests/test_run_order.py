@@ -57,14 +57,14 @@ OPTIONS = {
 GROUPS = {"orders": ("status", "order_ts"), "payments": ("amount", "pay_ts")}
 
 
-def spec(sources: tuple[SourceSpec, ...]) -> WideTableSpec:
+def spec(sources: tuple[SourceSpec, ...], options: dict[str, str] = OPTIONS) -> WideTableSpec:
     return WideTableSpec(
         name="orders_wide",
-        description="Per order: its status and its payment.",
+        description="Per order: its status and its payments.",
         group="orders_wide",
         columns=COLUMNS,
         primary_key=("order_id",),
-        options=OPTIONS,
+        options=options,
         sources=sources,
     )
 
