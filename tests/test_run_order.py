@@ -172,3 +172,13 @@ def test_segments_interleave_sources_only_where_a_shared_key_needs_it() -> None:
     whole = [Segment("a", 11, 15), Segment("b", 21, 25)]
     assert commit_segments(["a", "b"], ranges, {}) == whole
     assert commit_segments(["a", "b"], ranges, upserts) == whole
+
+
+def test_an_equal_op_time_goes_to_the_source_name_first_and_no_op_time_comes_first() -> None:
+    # b's retraction and a's record at the same op time: a, by name, whatever the listed order.
+    tied = {"a": [Unit(11, 5, frozenset({1}))], "b": [Unit(1, 5, frozenset({1}))]}
+    ranges = {"a": (10, 11), "b": (0, 1)}
+    assert commit_segments(["b", "a"], ranges, tied) == [Segment("a", 11, 11), Segment("b", 1, 1)]
+    # A record without an op time sorts before every timed one.
+    untimed = {"a": [Unit(11, 5, frozenset({1}))], "b": [Unit(1, None, frozenset({1}))]}
+    assert commit_segments(["a", "b"], ranges, untimed) == [Segment("b", 1, 1), Segment("a", 11, 11)]
