@@ -120,29 +120,19 @@ def pending_records(
     return Pending(source, last, int(upto), version, pending)
 
 
-def _commit(
-    table: WideTable,
-    source: str,
-    changes: DataFrame,
-    target_columns: Sequence[str] | None,
-    offset: int,
-    after: int,
-) -> WriteResult | None:
-    """Write `changes` as one commit whose txn is `source`'s progress `offset`, read after `after`;
-    None when a concurrent run committed that range first (skipped: this run made no commit)."""
-    written = table.write(changes, target_columns=target_columns, txn=(source, offset, after))
-    return None if written.skipped else written
-
-
 def apply_pending(
     table: WideTable, pending: Pending, changes: DataFrame | None, target_columns: Sequence[str] | None = None
 ) -> SourceApplied:
     """Write `changes` (derived from `pending.rows`) as one commit whose txn is the source's last offset."""
     result = None
     if changes is not None:
-        result = _commit(
-            table, pending.source, changes, target_columns, pending.to_offset, pending.from_offset
+        written = table.write(
+            changes,
+            target_columns=target_columns,
+            txn=(pending.source, pending.to_offset, pending.from_offset),
         )
+        # Skipped: a concurrent run committed this range first, so this run made no commit.
+        result = None if written.skipped else written
     return SourceApplied(
         pending.source,
         pending.from_offset,
@@ -177,8 +167,9 @@ def apply_sources(
     """Write each source's records past its consumed `_offset`, merged in time order across sources
     (`run_order`): one commit per source, or more where the order interleaves sources' records.
 
-    When another run commits part of a range first (`ConcurrentWriteError`), the commit that lost
-    wrote nothing: read every source's pending records again and go on from there."""
+    Each commit goes through `apply_pending`, a segment being a pending range of its own. When another
+    run commits part of a range first (`ConcurrentWriteError`), the commit that lost wrote nothing:
+    read every source's pending records again and go on from there."""
     made: dict[str, list[WriteResult]] = {source.name: [] for source in spec.sources}
     first: dict[str, Pending] = {}
     latest: dict[str, Pending] = {}
@@ -224,14 +215,14 @@ def _apply_in_time_order(
     units = _shared_key_units(spark, spec, table, prepared) if len(prepared) > 1 else {}
     progress = {name: low for name, (low, _) in ranges.items()}
     for segment in commit_segments([s.name for s in spec.sources], ranges, units):
-        changes = prepared[segment.source][1]
+        pending, changes = prepared[segment.source]
         if (segment.first, segment.last) != ranges[segment.source]:
             changes = changes.where(f"_offset BETWEEN {segment.first} AND {segment.last}")
+        # The segment as a pending range of its own: its commit's txn is its last offset.
+        part = Pending(segment.source, progress[segment.source], segment.last, pending.source_version, None)
         targets = list(spec.column_map(spec.source(segment.source)).values())
-        result = _commit(table, segment.source, changes, targets, segment.last, progress[segment.source])
+        made[segment.source].extend(apply_pending(table, part, changes, targets).results)
         progress[segment.source] = segment.last
-        if result is not None:
-            made[segment.source].append(result)
 
 
 def _shared_key_units(
