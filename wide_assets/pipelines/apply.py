@@ -243,6 +243,9 @@ def _shared_key_units(
     frames: dict[str, Any] = {}
     selects = []
     for i, (name, (pending, changes)) in enumerate(prepared.items()):
+        if "_offset" not in changes.columns:
+            # A transform's rows without `_offset` cannot be told apart by arrival: one commit.
+            continue
         source = spec.source(name)
         time = f"CAST(p.{quote(source.op_time)} AS {family})" if source.op_time else f"CAST(NULL AS {family})"
         frames[f"c{i}"], frames[f"p{i}"] = changes, pending.rows
@@ -254,6 +257,8 @@ def _shared_key_units(
             + f", c._offset, {time} AS _time, {ordered} AS _ordered "
             f"FROM {{c{i}}} c LEFT JOIN {{p{i}}} p ON c._offset = p._offset"
         )
+    if len(selects) < 2:
+        return {}
     union = " UNION ALL ".join(selects)
     rows = spark.sql(
         f"WITH u AS ({union}), shared AS (SELECT {keys} FROM u GROUP BY {keys} HAVING count(DISTINCT _source) > 1) "
