@@ -235,8 +235,8 @@ BAD = {
         lambda d: _table(d).update(
             options={"merge-engine": "aggregation", "fields.points.aggregate-function": "sum"}
         ),
-        "table my_table: no convergence check can be generated: its merge engine folds every record "
-        "with aggregate functions",
+        "table my_table: no convergence check can be generated: column name of an aggregation table has "
+        "the function last_non_null_value; the oracle folds sum, max, min only",
     ),
     "bad cron": (
         lambda d: d["attributes"]["automation"].update(schedule="every hour"),

@@ -8,14 +8,15 @@ commit: a re-run after a crash or without new data applies nothing twice.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from wide_assets.errors import ConcurrentWriteError, TableStateError
-from wide_assets.pipelines.declarations import LakeTableSpec, SourceSpec, WideTableSpec
+from wide_assets.pipelines.declarations import LakeTableSpec, SourceSpec, WideTableSpec, op_time_family
 from wide_assets.pipelines.markdown import markdown_table
-from wide_assets.sql import quote
+from wide_assets.pipelines.run_order import Unit, commit_segments
+from wide_assets.sql import quote, string_literal
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -62,13 +63,19 @@ class Pending:
 
 @dataclass(frozen=True)
 class SourceApplied:
-    """What one source contributed to a run: the `_offset` range applied and the commit it made, if any."""
+    """What one source contributed to a run: the `_offset` range applied and the commits it made, in
+    order (several when the run's time order interleaves its records with another source's)."""
 
     source: str
     from_offset: int
     to_offset: int
     source_version: int
-    result: WriteResult | None
+    results: tuple[WriteResult, ...] = ()
+
+    @property
+    def result(self) -> WriteResult | None:
+        """The source's last commit of the run, None when it made none."""
+        return self.results[-1] if self.results else None
 
 
 def open_wide_table(spark: SparkSession, spec: LakeTableSpec, path: str) -> WideTable:
@@ -127,7 +134,11 @@ def apply_pending(
         # Skipped: a concurrent run committed this range first, so this run made no commit.
         result = None if written.skipped else written
     return SourceApplied(
-        pending.source, pending.from_offset, pending.to_offset, pending.source_version, result
+        pending.source,
+        pending.from_offset,
+        pending.to_offset,
+        pending.source_version,
+        () if result is None else (result,),
     )
 
 
@@ -153,21 +164,119 @@ def apply_with_retries(
 def apply_sources(
     spark: SparkSession, spec: WideTableSpec, table: WideTable, source_paths: Mapping[str, str]
 ) -> list[SourceApplied]:
-    """Write each source's records past its consumed `_offset`, one commit per source, in spec order."""
-    applied = []
-    for source in spec.sources:
-        mapping = spec.column_map(source)
-        path = source_paths[source.name]
+    """Write each source's records past its consumed `_offset`, merged in time order across sources
+    (`run_order`): one commit per source, or more where the order interleaves sources' records.
 
-        def prepare(
-            source: SourceSpec = source, mapping: Mapping[str, str] = mapping, path: str = path
-        ) -> Prepared:
-            pending = pending_records(spark, table, source.name, path)
-            changes = None if pending.rows is None else source_changes(spark, source, mapping, pending, path)
-            return pending, changes
+    Each commit goes through `apply_pending`, a segment being a pending range of its own. When another
+    run commits part of a range first (`ConcurrentWriteError`), the commit that lost wrote nothing:
+    read every source's pending records again and go on from there."""
+    made: dict[str, list[WriteResult]] = {source.name: [] for source in spec.sources}
+    first: dict[str, Pending] = {}
+    latest: dict[str, Pending] = {}
+    attempt = 1
+    while True:
+        prepared = {}
+        for source in spec.sources:
+            path = source_paths[source.name]
+            pending = latest[source.name] = pending_records(spark, table, source.name, path)
+            first.setdefault(source.name, pending)
+            if pending.rows is not None:
+                changes = source_changes(spark, source, spec.column_map(source), pending, path)
+                prepared[source.name] = (pending, changes)
+        try:
+            _apply_in_time_order(spark, spec, table, prepared, made)
+            break
+        except ConcurrentWriteError:
+            if attempt == CONFLICT_RETRIES:
+                raise
+            attempt += 1
+    return [
+        SourceApplied(
+            name,
+            first[name].from_offset,
+            latest[name].to_offset,
+            latest[name].source_version,
+            tuple(made[name]),
+        )
+        for name in latest
+    ]
 
-        applied.append(apply_with_retries(table, prepare, target_columns=list(mapping.values())))
-    return applied
+
+def _apply_in_time_order(
+    spark: SparkSession,
+    spec: WideTableSpec,
+    table: WideTable,
+    prepared: Mapping[str, tuple[Pending, DataFrame]],
+    made: dict[str, list[WriteResult]],
+) -> None:
+    """Commit `prepared` (source -> its pending records and their wide-table changes) in the order of
+    `run_order.commit_segments`, adding each commit made to `made`."""
+    ranges = {name: (pending.from_offset, pending.to_offset) for name, (pending, _) in prepared.items()}
+    units = _shared_key_units(spark, spec, table, prepared) if len(prepared) > 1 else {}
+    progress = {name: low for name, (low, _) in ranges.items()}
+    for segment in commit_segments([s.name for s in spec.sources], ranges, units):
+        pending, changes = prepared[segment.source]
+        if (segment.first, segment.last) != ranges[segment.source]:
+            changes = changes.where(f"_offset BETWEEN {segment.first} AND {segment.last}")
+        # The segment as a pending range of its own: its commit's txn is its last offset.
+        part = Pending(segment.source, progress[segment.source], segment.last, pending.source_version, None)
+        targets = list(spec.column_map(spec.source(segment.source)).values())
+        made[segment.source].extend(apply_pending(table, part, changes, targets).results)
+        progress[segment.source] = segment.last
+
+
+def _shared_key_units(
+    spark: SparkSession,
+    spec: WideTableSpec,
+    table: WideTable,
+    prepared: Mapping[str, tuple[Pending, DataFrame]],
+) -> dict[str, list[Unit]]:
+    """Per source: its changes whose key another source also changes in the run, with their op times
+    (the op time of the record at the change's `_offset`, in the type `op_time_family` sorts by)."""
+    family = op_time_family(spec)
+    # Only a record that may remove the row changes a row by its order against another source's
+    # record (a retraction of a `remove-row` source); under first-row, where the first record of a
+    # key wins, every record does.
+    every_record = table.spec.merge.engine in ("first-row", "first_row")
+    keys = ", ".join(quote(k) for k in spec.primary_key)
+    types = dict(spec.columns)
+    frames: dict[str, Any] = {}
+    selects = []
+    for i, (name, (pending, changes)) in enumerate(prepared.items()):
+        if "_offset" not in changes.columns:
+            # A transform's rows without `_offset` cannot be told apart by arrival: one commit.
+            continue
+        source = spec.source(name)
+        time = f"CAST(p.{quote(source.op_time)} AS {family})" if source.op_time else f"CAST(NULL AS {family})"
+        frames[f"c{i}"], frames[f"p{i}"] = changes, pending.rows
+        removes = source.deletes == "remove-row" and "_row_kind" in changes.columns
+        ordered = "TRUE" if every_record else "c._row_kind IN ('-U', '-D')" if removes else "FALSE"
+        selects.append(
+            f"SELECT {string_literal(name)} AS _source, "
+            + ", ".join(f"CAST(c.{quote(k)} AS {types[k]}) AS {quote(k)}" for k in spec.primary_key)
+            + f", c._offset, {time} AS _time, {ordered} AS _ordered "
+            f"FROM {{c{i}}} c LEFT JOIN {{p{i}}} p ON c._offset = p._offset"
+        )
+    if len(selects) < 2:
+        return {}
+    union = " UNION ALL ".join(selects)
+    rows = spark.sql(
+        f"WITH u AS ({union}), shared AS (SELECT {keys} FROM u GROUP BY {keys} HAVING count(DISTINCT _source) > 1) "
+        f"SELECT u.* FROM u LEFT SEMI JOIN shared s ON "
+        + " AND ".join(f"u.{quote(k)} = s.{quote(k)}" for k in spec.primary_key),
+        **frames,
+    ).collect()
+    grouped: dict[tuple[str, int], tuple[Any, set[Hashable], list[bool]]] = {}
+    for row in rows:
+        _, unit_keys, ordered_rows = grouped.setdefault(
+            (row._source, int(row._offset)), (row._time, set(), [])
+        )
+        unit_keys.add(tuple(row[k] for k in spec.primary_key))
+        ordered_rows.append(bool(row._ordered))
+    units: dict[str, list[Unit]] = {}
+    for (name, offset), (time, unit_keys, ordered_rows) in grouped.items():
+        units.setdefault(name, []).append(Unit(offset, time, frozenset(unit_keys), any(ordered_rows)))
+    return units
 
 
 def source_changes(

@@ -21,7 +21,13 @@ from wide_assets.pipelines.apply import SourceApplied, apply_sources, changelog_
 from wide_assets.pipelines.checks import primary_key_check, source_health_checks, unchanged_rows_check
 from wide_assets.pipelines.convergence import convergence_check
 from wide_assets.pipelines.declarations import JSON_FORMATS, LakeTableSpec, SourceSpec, WideTableSpec
-from wide_assets.pipelines.ingest import BadSourceRecords, cdc_columns, ingest, quarantine_path
+from wide_assets.pipelines.ingest import (
+    BadSourceRecords,
+    cdc_columns,
+    ingest,
+    quarantine_path,
+    require_landed,
+)
 from wide_assets.pipelines.landing import LandingZone
 from wide_assets.pipelines.locate import LakeLocator, SparkProvider, asset_key, lake_name, table_path
 from wide_assets.pipelines.maintenance import CompactionPolicy, is_write_only, maintenance_defs, table_health
@@ -125,8 +131,12 @@ def source_asset(spec: LakeTableSpec, source: SourceSpec, pool: str | None = Non
     ) -> dg.MaterializeResult[Any]:
         """Newly landed source records, appended once each to the source's change table."""
         files = landing.files(source)
+        path = table_path(lake, spec, source.name)
+        waiting = require_landed(landing.root, source, files, path)
+        if waiting:
+            context.log.warning(f"{source.name}: {waiting}")
         try:
-            result = ingest(spark.spark, source, files, table_path(lake, spec, source.name))
+            result = ingest(spark.spark, source, files, path)
         except BadSourceRecords as error:
             raise dg.Failure(
                 description=str(error),
@@ -214,7 +224,7 @@ def table_asset(
                 "delta_version": table.version,
                 "changelog_version": DeltaTable(table.changelog_path).version(),
                 "last_commit": table.last_commit,
-                "commits_this_run": sum(item.result is not None for item in applied),
+                "commits_this_run": sum(len(item.results) for item in applied),
                 "path": dg.MetadataValue.path(table.path),
                 "changelog_preview": dg.MetadataValue.md(changelog_preview(session, table, first_new)),
                 "dagster/column_schema": schema,
@@ -244,13 +254,16 @@ def _applied_metadata(context: dg.AssetExecutionContext, applied: Sequence[Sourc
         metadata[f"{item.source}/offsets"] = f"({item.from_offset}, {item.to_offset}]"
         # Read by the sensors: a newer source version than this one may hold unapplied records.
         metadata[f"{item.source}/source_version"] = item.source_version
-        if item.result is None:
+        if not item.results:
             context.log.info(f"{item.source}: nothing new after {item.from_offset}")
             continue
-        context.log.info(f"{item.source}: commit {item.result.commit} {item.result.as_metadata()}")
-        metadata[f"{item.source}/commit"] = item.result.commit
+        for result in item.results:
+            context.log.info(f"{item.source}: commit {result.commit} {result.as_metadata()}")
+        # Several commits when the run's time order interleaves this source's records with another's.
+        commits = [result.commit for result in item.results]
+        metadata[f"{item.source}/commit"] = commits[0] if len(commits) == 1 else commits
         for metric in METRICS:
-            value = getattr(item.result, metric)
+            value = sum(getattr(result, metric) for result in item.results)
             metadata[f"{item.source}/{metric}"] = value
             totals[metric] += value
     return {**metadata, **totals}

@@ -1,19 +1,29 @@
 """The convergence check generated from a wide table's declaration: the rows its sources say it must
 hold, computed from their applied CDC records without the merge, compared with the table.
 
-Per source, by op time (arrival breaks ties, as a sequence field's `>=` does; without an op time,
-arrival alone): a source keyed by the table gives each key its latest record's fed columns, NULL
-where that record is a retraction (`-U`/`-D`), except the op-time column, which keeps the
-retraction's time, as a sequence group's does (P10). Its declared `deletes` decide the rest:
-`remove-row` drops a key whose latest record is a `-D`, `ignore` leaves deletes out altogether. A source
-keyed apart from the table (`key_columns`, e.g. reviews of a product) gives each of its table keys
-the declared `aggregates` over the latest record of each of its rows, and its fed op-time column the
-newest op time of any of its records. First-row tables keep each key's first record by arrival.
-The expected table is the left join of those per-source rows onto every key any source mentioned:
+The records are taken in the order the table applied them (the commit each source's transaction id
+says applied it, then arrival within it; docs/semantics.md 0.3 says how a run orders them). A
+`remove-row` source's `-D` removes the whole row when its op time is not older than every record of
+that source since the row was last removed (an older delete, arriving late, is not the source's
+latest state); nothing remembers a removed row, so records after it, of any source and of any op
+time, build the row again from nothing (P11). The expected rows are thus computed from each key's
+records after its last removal, per source, by op time (arrival breaks ties, as a sequence field's
+`>=` does; without an op time, arrival alone):
+- a source keyed by the table gives each key its latest record's fed columns, NULL where that record
+  is a retraction (`-U`/`-D`), except the op-time column, which keeps the retraction's time, as a
+  sequence group's does (P10); a fed column with the aggregate function `sum`, `max` or `min` is that
+  function over the source's records instead (a retraction subtracts from a `sum` unless the column
+  has `ignore-retract`; `max` and `min` take the inserts and updates); `ignore` leaves its deletes out;
+- a source keyed apart from the table (`key_columns`, e.g. reviews of a product) gives each of its
+  table keys the declared `aggregates` over the latest record of each of its rows, and its fed
+  op-time column the newest op time of any of its records.
+First-row tables keep each key's first record by arrival (and have no deletes). The expected table is
+the left join of those per-source rows onto every key any source mentioned after its last removal:
 the N-way join the wide table replaces.
 
-Nothing here runs the merge or reads its options beyond the engine's name, so a table whose options
-do not mean what its sources' declarations say fails the check, naming the keys and columns.
+Nothing here runs the merge or reads its options beyond the engine's name and the columns' aggregate
+functions, so a table whose options do not mean what its sources' declarations say fails the check,
+naming the keys and columns.
 """
 
 from __future__ import annotations
@@ -31,31 +41,38 @@ from wide_assets.sql import quote
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from wide_assets.schema import FieldFunction
     from wide_assets.table import WideTable
 
-__all__ = ["CONVERGENCE_CHECK", "convergence_check", "convergence_problem", "expected_rows"]
+__all__ = [
+    "CONVERGENCE_CHECK",
+    "applied_in_commits",
+    "convergence_check",
+    "convergence_problem",
+    "expected_rows",
+]
 
 CONVERGENCE_CHECK = "converges_to_source_join"
 LIVE = "_row_kind IN ('+I', '+U')"
 FIRST_ROW_ENGINES = ("first-row", "first_row")
 # Functions under which a column holds its latest record's value, as the oracle assumes.
 LATEST_VALUE_FUNCTIONS = ("last_value",)
+# Functions the oracle folds over a source's records itself: value -> its SQL over the records.
+FOLDED_FUNCTIONS = ("sum", "max", "min")
 
 
-def _engine(spec: WideTableSpec) -> tuple[str, Mapping[str, str]]:
+def _engine(spec: WideTableSpec) -> tuple[str, Mapping[str, FieldFunction]]:
     """The merge engine's name and each column's aggregate function, as the table's options parse
     (which also validates them, so a bad option fails here, when definitions load)."""
     from wide_assets.spec import TableSpec
 
     merge = TableSpec.build(spec.columns, spec.primary_key, spec.options).merge
-    return merge.engine, {column: f.name for column, f in merge.functions.items()}
+    return merge.engine, merge.functions
 
 
 def convergence_problem(spec: WideTableSpec) -> str | None:
     """Why the declaration cannot say what `spec`'s rows must be, or None when it can."""
     engine, functions = _engine(spec)
-    if engine == "aggregation":
-        return "its merge engine folds every record with aggregate functions; the declaration names no oracle for that"
     if engine in FIRST_ROW_ENGINES and len(spec.sources) != 1:
         return "a first-row table's first record across several sources depends on arrival between sources"
     for column in spec.value_columns:
@@ -63,47 +80,76 @@ def convergence_problem(spec: WideTableSpec) -> str | None:
         if len(feeders) > 1:
             names = [s.name for s in feeders]
             return f"column {column} is fed by {names}; which of them wins depends on arrival between sources"
+        if not feeders or column in feeders[0].aggregates:
+            continue
         function = functions.get(column)
-        if (
-            feeders
-            and function not in (None, *LATEST_VALUE_FUNCTIONS)
-            and column not in feeders[0].aggregates
-        ):
+        name = None if function is None else function.name
+        if engine == "aggregation" and name not in FOLDED_FUNCTIONS:
+            # Its implicit `last_non_null_value` (A1) keeps the last non-NULL value by arrival.
             return (
-                f"column {column} has the aggregate function {function}, and source {feeders[0].name} declares "
-                "no aggregate for it (aggregates are declared for a source keyed apart from the table)"
+                f"column {column} of an aggregation table has the function {name or 'last_non_null_value'}; "
+                f"the oracle folds {', '.join(FOLDED_FUNCTIONS)} only"
+            )
+        if name not in (None, *LATEST_VALUE_FUNCTIONS, *FOLDED_FUNCTIONS):
+            return (
+                f"column {column} has the aggregate function {name}, which the oracle does not fold "
+                f"({', '.join(FOLDED_FUNCTIONS)} only), and source {feeders[0].name} declares no aggregate "
+                "for it (aggregates are declared for a source keyed apart from the table)"
             )
     return None
 
 
 def _order(source: SourceSpec, first: bool) -> str:
     if first:
-        return "_offset ASC"
+        return "_commit ASC, _offset ASC"
     if source.op_time is None:
-        return "_offset DESC"
-    return f"{quote(source.op_time)} DESC NULLS LAST, _offset DESC"
+        return "_commit DESC, _offset DESC"
+    return f"{quote(source.op_time)} DESC NULLS LAST, _commit DESC, _offset DESC"
+
+
+def _folded(function: FieldFunction, column: str, keeps_retractions: bool) -> str:
+    """The SQL aggregate of `function` over a source's records of one key (see the module doc)."""
+    value = quote(column)
+    if function.name == "sum" and keeps_retractions and not function.ignore_retract:
+        return f"sum(CASE WHEN {LIVE} THEN {value} ELSE -{value} END)"
+    return f"{function.name}(CASE WHEN {LIVE} THEN {value} END)"
 
 
 def _keyed_rows(
-    spark: SparkSession, spec: WideTableSpec, source: SourceSpec, records: DataFrame, first: bool
+    spark: SparkSession,
+    spec: WideTableSpec,
+    source: SourceSpec,
+    records: DataFrame,
+    first: bool,
+    functions: Mapping[str, FieldFunction],
 ) -> DataFrame:
-    """One row per table key: the fed columns of its latest (or first) record, and whether it is removed."""
+    """One row per table key: the fed columns of its latest (or first) record, or their fold."""
     wide_key = ", ".join(quote(c) for c in source.wide_key)
     keys = ", ".join(
         f"{quote(s)} AS {quote(w)}" for s, w in zip(source.wide_key, spec.primary_key, strict=True)
     )
     keeps_retractions = not first and source.deletes != "ignore"
-    values = []
+    types = dict(spec.columns)
+    values, folds = [], []
     for column, wide in source.feeds.items():
+        function = functions.get(wide)
+        if function is not None and function.name in FOLDED_FUNCTIONS:
+            # try_cast: a fold out of the column's range is NULL, and so differs from the table.
+            folds.append(
+                f"try_cast({_folded(function, column, keeps_retractions)} OVER (PARTITION BY {wide_key}) "
+                f"AS {types[wide]}) AS {quote('_fold_' + wide)}"
+            )
+            values.append(f"{quote('_fold_' + wide)} AS {quote(wide)}")
+            continue
         value = quote(column)
         if keeps_retractions and column != source.op_time:
             value = f"CASE WHEN {LIVE} THEN {value} END"
         values.append(f"{value} AS {quote(wide)}")
-    removed = "_row_kind = '-D'" if keeps_retractions and source.deletes == "remove-row" else "FALSE"
     where = "" if keeps_retractions else f"WHERE {LIVE}"
     return spark.sql(
-        f"SELECT {keys}, {', '.join(values)}, {removed} AS _removed FROM ("
-        f"SELECT *, row_number() OVER (PARTITION BY {wide_key} ORDER BY {_order(source, first)}) AS _rank "
+        f"SELECT {keys}, {', '.join(values)} FROM ("
+        f"SELECT *, {''.join(f + ', ' for f in folds)}"
+        f"row_number() OVER (PARTITION BY {wide_key} ORDER BY {_order(source, first)}) AS _rank "
         f"FROM {{records}} {where}) WHERE _rank = 1",
         records=records,
     )
@@ -141,7 +187,7 @@ def _aggregated_rows(
         for wide, expression in source.aggregates.items()
     )
     grouped = spark.sql(
-        f"SELECT {keys}, {aggregates}, FALSE AS _removed FROM {{considered}} GROUP BY {', '.join(wide_key)}",
+        f"SELECT {keys}, {aggregates} FROM {{considered}} GROUP BY {', '.join(wide_key)}",
         considered=considered,
     )
     op_target = source.feeds.get(source.op_time or "")
@@ -158,13 +204,90 @@ def _aggregated_rows(
     )
 
 
+def applied_in_commits(spark: SparkSession, table: WideTable, source: str, records: DataFrame) -> DataFrame:
+    """`records` (`source`'s applied CDC records) with `_commit`: the commit that applied each, as the
+    source's transaction ids in the table's commit log say (each covers the offsets after the last)."""
+    bounds, previous = [], 0
+    for commit in table.commits():
+        if commit.txn is not None and commit.txn.app_id == source:
+            bounds.append((commit.commit, previous, commit.txn.offset))
+            previous = commit.txn.offset
+    ranges = spark.createDataFrame(bounds, "_commit bigint, _low bigint, _high bigint")
+    return spark.sql(
+        "SELECT r.*, g._commit FROM {r} r JOIN {g} g ON r._offset > g._low AND r._offset <= g._high",
+        r=records,
+        g=ranges,
+    )
+
+
+def _last_removals(spark: SparkSession, spec: WideTableSpec, applied: Mapping[str, DataFrame]) -> DataFrame:
+    """Per key removed at least once: the (`_cut_commit`, `_cut_offset`) of its last removal (see the
+    module doc), replayed in Python over the records of the keys a `remove-row` source deleted."""
+    deleting = [s for s in spec.sources if s.deletes == "remove-row" and not s.aggregates]
+    events: list[tuple[int, int, str, tuple[Any, ...], Any, str]] = []
+    for source in deleting:
+        keys = ", ".join(
+            f"r.{quote(s)} AS {quote(w)}" for s, w in zip(source.wide_key, spec.primary_key, strict=True)
+        )
+        time = f"r.{quote(source.op_time)}" if source.op_time else "NULL"
+        same = " AND ".join(f"r.{quote(c)} <=> d.{quote(c)}" for c in source.wide_key)
+        wide_key = ", ".join(quote(c) for c in source.wide_key)
+        rows = spark.sql(
+            f"SELECT {keys}, r._commit, r._offset, {time} AS _time, r._row_kind FROM {{r}} r LEFT SEMI JOIN "
+            f"(SELECT DISTINCT {wide_key} FROM {{r}} WHERE _row_kind = '-D') d ON {same}",
+            r=applied[source.name],
+        ).collect()
+        events += [
+            (r._commit, r._offset, source.name, tuple(r[k] for k in spec.primary_key), r._time, r._row_kind)
+            for r in rows
+        ]
+    timed = {s.name for s in deleting if s.op_time is not None}
+    # Per (key, source): the newest op time of the source's records since the key's last removal.
+    newest: dict[tuple[tuple[Any, ...], str], Any] = {}
+    cuts: dict[tuple[Any, ...], tuple[int, int]] = {}
+    for commit, offset, name, key, time, kind in sorted(events, key=lambda e: (e[0], e[1])):
+        if name in timed and time is None:
+            continue  # P6: a record without its sequence does not touch its group
+        seen = newest.get((key, name))
+        if kind != "-D":
+            newest[(key, name)] = time if seen is None or (name in timed and time > seen) else seen
+        elif name not in timed or seen is None or time >= seen:
+            cuts[key] = (commit, offset)
+            for source in deleting:
+                newest.pop((key, source.name), None)
+    types = ", ".join(f"{quote(k)} {dict(spec.columns)[k]}" for k in spec.primary_key)
+    return spark.createDataFrame(
+        [(*key, commit, offset) for key, (commit, offset) in cuts.items()],
+        f"{types}, _cut_commit bigint, _cut_offset bigint",
+    )
+
+
+def _after_removal(
+    spark: SparkSession, spec: WideTableSpec, source: SourceSpec, records: DataFrame, cuts: DataFrame
+) -> DataFrame:
+    """`records` of `source` applied after their key's last removal."""
+    on = " AND ".join(
+        f"r.{quote(s)} = c.{quote(w)}" for s, w in zip(source.wide_key, spec.primary_key, strict=True)
+    )
+    return spark.sql(
+        f"SELECT r.* FROM {{r}} r LEFT JOIN {{c}} c ON {on} WHERE c._cut_commit IS NULL "
+        "OR r._commit > c._cut_commit OR (r._commit = c._cut_commit AND r._offset > c._cut_offset)",
+        r=records,
+        c=cuts,
+    )
+
+
 def expected_rows(spark: SparkSession, spec: WideTableSpec, applied: Mapping[str, DataFrame]) -> DataFrame:
-    """What `spec`'s table must hold after applying `applied` (source name -> its applied CDC records)."""
+    """What `spec`'s table must hold after applying `applied` (source name -> its applied CDC records,
+    with the `_commit` that applied each: `applied_in_commits`)."""
     problem = convergence_problem(spec)
     if problem:
         raise ValueError(f"table {spec.name}: no convergence oracle: {problem}.")
-    engine, _ = _engine(spec)
+    engine, functions = _engine(spec)
     first = engine in FIRST_ROW_ENGINES
+    if not first:
+        cuts = _last_removals(spark, spec, applied)
+        applied = {s.name: _after_removal(spark, spec, s, applied[s.name], cuts) for s in spec.sources}
     # DataFrames by the name the query refers to them with (`{s0}`, `{r0}`, ...).
     frames: dict[str, Any] = {}
     key_selects = []
@@ -173,7 +296,7 @@ def expected_rows(spark: SparkSession, spec: WideTableSpec, applied: Mapping[str
         frames[f"s{index}"] = (
             _aggregated_rows(spark, spec, source, records)
             if source.aggregates
-            else _keyed_rows(spark, spec, source, records, first)
+            else _keyed_rows(spark, spec, source, records, first, functions)
         )
         frames[f"r{index}"] = records
         mentioned = f"WHERE {LIVE}" if first or (source.deletes == "ignore" and not source.aggregates) else ""
@@ -199,10 +322,9 @@ def expected_rows(spark: SparkSession, spec: WideTableSpec, applied: Mapping[str
         + " AND ".join(f"k.{quote(k)} = s{i}.{quote(k)}" for k in spec.primary_key)
         for i in range(len(spec.sources))
     )
-    kept = " AND ".join(f"NOT coalesce(s{i}._removed, FALSE)" for i in range(len(spec.sources)))
     return spark.sql(
         f"WITH k AS (SELECT DISTINCT * FROM ({' UNION ALL '.join(key_selects)})) "
-        f"SELECT {', '.join(columns)} FROM k {joins} WHERE {kept}",
+        f"SELECT {', '.join(columns)} FROM k {joins}",
         **frames,
     )
 
@@ -221,7 +343,8 @@ def convergence_check(spec: WideTableSpec) -> dg.AssetChecksDefinition:
         consumed: dict[str, int] = {}
         applied: dict[str, DataFrame] = {}
         for source in spec.sources:
-            consumed[source.name], applied[source.name] = applied_records(spark, spec, source, table, lake)
+            consumed[source.name], records = applied_records(spark, spec, source, table, lake)
+            applied[source.name] = applied_in_commits(spark, table, source.name, records)
         expected = expected_rows(spark, spec, applied)
         diff = keyed_diff(spark, table.read(), expected, spec.primary_key, spec.value_columns)
         return diff.result(consumed_offsets=consumed, delta_version=table.version)
@@ -229,7 +352,7 @@ def convergence_check(spec: WideTableSpec) -> dg.AssetChecksDefinition:
     return table_check(
         spec,
         name=CONVERGENCE_CHECK,
-        description=f"Every row of {spec.name} equals the join of its sources' latest states by op time, "
-        "with their declared delete rules.",
+        description=f"Every row of {spec.name} equals the join of its sources' latest states by op time "
+        "since the row was last removed, with their declared delete rules and aggregate functions.",
         evaluate=evaluate,
     )

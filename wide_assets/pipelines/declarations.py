@@ -14,7 +14,16 @@ from types import MappingProxyType
 
 from wide_assets.spark_types import type_problem
 
-__all__ = ["DELETES", "FORMATS", "JSON_FORMATS", "ROW_KINDS", "LakeTableSpec", "SourceSpec", "WideTableSpec"]
+__all__ = [
+    "DELETES",
+    "FORMATS",
+    "JSON_FORMATS",
+    "ROW_KINDS",
+    "LakeTableSpec",
+    "SourceSpec",
+    "WideTableSpec",
+    "op_time_family",
+]
 
 ROW_KINDS = ("+I", "-U", "+U", "-D")
 # How landed change records are encoded: CSV or Parquet files with an optional `_row_kind` column,
@@ -27,6 +36,12 @@ JSON_FORMATS = ("debezium", "flink-json")
 # its columns become NULL, or nothing happens. The table's options make the merge do it; the
 # declaration says what the sources mean, and the convergence check compares the two.
 DELETES = ("remove-row", "clear-columns", "ignore")
+# The Spark SQL type op times of several sources are compared in when a run merges them (`run_order`):
+# dates and timestamps as timestamps, numbers as doubles, anything else as text.
+_TEMPORAL = re.compile(r"(date|timestamp(_ntz|_ltz)?)", re.IGNORECASE)
+_NUMERIC = re.compile(
+    r"(tinyint|smallint|int|integer|bigint|byte|short|long|float|real|double|decimal(\(.*\))?)", re.I
+)
 # Names end up in asset keys, lake paths and unquoted SQL text, so they are plain identifiers.
 _IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 
@@ -193,7 +208,8 @@ class LakeTableSpec:
 
 @dataclass(frozen=True)
 class WideTableSpec(LakeTableSpec):
-    """A wide table and the sources feeding its columns one to one, applied in the listed order on every run."""
+    """A wide table and the sources feeding its columns one to one; a run merges their records in op-time
+    order across sources (see `run_order`), whatever order they are listed in."""
 
     # Keyword-only, so it may follow the base class's defaulted `options`.
     sources: tuple[SourceSpec, ...] = field(kw_only=True)
@@ -219,6 +235,19 @@ class WideTableSpec(LakeTableSpec):
                     f"source {source.name}: it feeds {targets}, which are not value columns of "
                     f"{self.name} {list(self.value_columns)}."
                 )
+        self._check_op_time_families()
+
+    def _check_op_time_families(self) -> None:
+        families = {
+            source.name: _family(dict(source.columns)[source.op_time])
+            for source in self.sources
+            if source.op_time is not None
+        }
+        if len(set(families.values())) > 1:
+            raise ValueError(
+                f"table {self.name}: its sources' op times are of different kinds ({families}); a run merges "
+                "the sources' records by op time, so declare them all dates/timestamps or all numbers."
+            )
 
     def column_map(self, source: SourceSpec) -> dict[str, str]:
         """Source column -> wide column for everything `source` writes: its key first, then its feeds."""
@@ -236,3 +265,17 @@ class WideTableSpec(LakeTableSpec):
     def fed_by(self, column: str) -> list[SourceSpec]:
         """The sources that write `column` (every source writes the primary key)."""
         return [s for s in self.sources if column in self.column_map(s).values()]
+
+
+def _family(type_: str) -> str:
+    if _TEMPORAL.fullmatch(type_.strip()):
+        return "TIMESTAMP"
+    if _NUMERIC.fullmatch(type_.strip()):
+        return "DOUBLE"
+    return "STRING"
+
+
+def op_time_family(spec: WideTableSpec) -> str:
+    """The Spark SQL type in which the op times of `spec`'s sources compare with each other."""
+    families = [_family(dict(s.columns)[s.op_time]) for s in spec.sources if s.op_time is not None]
+    return families[0] if families else "STRING"

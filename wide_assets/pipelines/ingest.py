@@ -12,13 +12,21 @@ earlier in the run (same columns, row kind and op time), e.g. a producer's retry
 is a duplicate. It is never appended again (an aggregate would count it twice); a quarantining source
 keeps it in its quarantine table with the original's file and line, outside its `max_bad_records`.
 
-A CSV or Parquet file whose columns are not the source's (schema drift) fails the run of a source
-without a quarantine; a quarantining source quarantines the file as one record (its header) and goes on.
+A CSV or Parquet file whose columns are not the source's (schema drift), or that cannot be read at all
+(a truncated Parquet file, a CSV file that is not UTF-8), fails the run of a source without a
+quarantine, naming the file; a quarantining source quarantines the file as one record (line 1) and goes
+on. A CSV line with another number of fields than the header is a malformed record like a bad JSON line
+(`cdc_csv`). A source whose patterns match nothing is refused when a pattern is surely misspelled
+(`require_landed`).
 """
 
 from __future__ import annotations
 
+import difflib
+import fnmatch
 import hashlib
+import itertools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import reduce
@@ -28,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from wide_assets import faults
 from wide_assets.errors import InvalidInputError
 from wide_assets.locking import exclusive
+from wide_assets.pipelines.cdc_csv import UnreadableFile, read_csv
 from wide_assets.pipelines.declarations import JSON_FORMATS, ROW_KINDS, SourceSpec
 from wide_assets.sql import RowKind, quote, string_literal
 
@@ -45,6 +54,7 @@ __all__ = [
     "landed_files",
     "landed_fingerprints",
     "quarantine_path",
+    "require_landed",
 ]
 
 CDC_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -62,6 +72,10 @@ QUARANTINE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("_record", "string"),
 )
 MAX_EXAMPLES = 20
+# Entries of a folder named in the error of a pattern that matches nothing.
+MAX_LISTED = 5
+# How alike a missing folder's name and an existing one's must be to call the first a misspelling.
+CLOSE_NAME = 0.8
 # An op time further ahead of the clock than this is a producer's bug: as a sequence value it would
 # win over every real change of its row, so the record is quarantined (future timestamp).
 MAX_CLOCK_SKEW = "INTERVAL 1 DAY"
@@ -129,6 +143,88 @@ def landed_files(root: str | Path, source: SourceSpec) -> list[LandedFile]:
     """The files under `root` holding `source`'s records, in arrival order, hashed."""
     root = Path(root)
     return [LandedFile(p.relative_to(root).as_posix(), p, _sha256(p)) for p in _landed_paths(root, source)]
+
+
+def require_landed(
+    root: str | Path, source: SourceSpec, files: Sequence[LandedFile], path: str
+) -> str | None:
+    """Refuse a run of `source` whose patterns match no file under `root` when none ever matched (its
+    CDC table at `path` and its quarantine hold nothing) and a pattern is surely misspelled: a file
+    of its folder nearly matches it (another case, another extension, a close name), or its folder
+    is missing beside one of a close name. A misspelled pattern would otherwise ingest nothing, run
+    after run, without a word.
+
+    Otherwise the landing zone is waiting for the source's first file: the run goes on, and the
+    returned note says so, naming the patterns and folders (None when files matched or ever did).
+    Once a file was ingested an empty match passes: the landing zone was cleaned up after ingestion.
+    A Delta source's table is checked on its own."""
+    if files or source.format == "delta" or _ever_ingested(path):
+        return None
+    root = Path(root)
+    problems, waiting = [], []
+    for pattern in source.files:
+        folder = _pattern_folder(root, pattern)
+        found = _misspelling(folder, Path(pattern).name)
+        if found:
+            problems.append(f"{pattern!r}: {found}")
+        else:
+            waiting.append(f"{pattern!r} ({folder}{'' if folder.is_dir() else ' does not exist yet'})")
+    if problems:
+        raise InvalidInputError(
+            f"Source {source.name}: no file under {root} matches {'; '.join(problems)}; and none ever has. "
+            "Fix the source's `files`."
+        )
+    return f"waiting for its first file: nothing matches {', '.join(waiting)}"
+
+
+def _misspelling(folder: Path, name: str) -> str | None:
+    """Why a file name pattern `name` looking in `folder` and matching nothing is misspelled, or None
+    when the folder may just be waiting for its files."""
+    if folder.is_dir():
+        near = [p.name for p in sorted(folder.iterdir()) if p.is_file() and _nearly_matches(name, p.name)]
+        if not near:
+            return None
+        more = f" and {len(near) - MAX_LISTED} more" if len(near) > MAX_LISTED else ""
+        return f"{folder} holds {', '.join(near[:MAX_LISTED])}{more}, which it nearly matches"
+    missing = folder
+    while not missing.parent.is_dir() and missing.parent != missing:
+        missing = missing.parent
+    siblings = [p.name for p in missing.parent.iterdir() if p.is_dir()] if missing.parent.is_dir() else []
+    close = difflib.get_close_matches(missing.name, siblings, n=1, cutoff=CLOSE_NAME)
+    if not close:
+        return None
+    return f"{missing} does not exist (did you mean {missing.parent / close[0]}?)"
+
+
+def _nearly_matches(pattern: str, name: str) -> bool:
+    """Whether file `name` matches `pattern` but for case, its extension, or a close literal start."""
+    if fnmatch.fnmatch(name.lower(), pattern.lower()):
+        return True
+    stem, dot, _ = pattern.rpartition(".")
+    if dot and "." in name and fnmatch.fnmatchcase(name, f"{stem}.{name.rpartition('.')[2]}"):
+        return True
+    literal = re.split(r"[*?\[]", pattern)[0]
+    prefix = name[: len(literal)]
+    return len(literal) > 2 and difflib.SequenceMatcher(None, literal, prefix).ratio() >= CLOSE_NAME
+
+
+def _ever_ingested(path: str) -> bool:
+    """Whether the CDC table at `path` or its quarantine holds a record (delta-rs, without Spark)."""
+    from deltalake import DeltaTable
+
+    for table in (path, quarantine_path(path)):
+        if DeltaTable.is_deltatable(table):
+            records = DeltaTable(table).get_add_actions(flatten=True).column("num_records").to_pylist()
+            # A file without statistics (no record count) may hold records: it counts.
+            if any(n != 0 for n in records):
+                return True
+    return False
+
+
+def _pattern_folder(root: Path, pattern: str) -> Path:
+    """The folder a glob pattern looks in: its leading parts without wildcards."""
+    parts = Path(pattern).parts[:-1]
+    return root.joinpath(*itertools.takewhile(lambda part: not any(c in part for c in "*?["), parts))
 
 
 def landed_fingerprints(root: str | Path, source: SourceSpec) -> dict[str, str]:
@@ -261,36 +357,87 @@ def _ingested(spark: SparkSession, path: str) -> tuple[set[tuple[str, str]], int
 
 def _read(spark: SparkSession, source: SourceSpec, landed: LandedFile, index: int) -> DataFrame:
     """One file's records: their typed values, row kind, file, line and a `_problems` text per record."""
-    if source.format in JSON_FORMATS:
-        return _read_json(spark, source, landed, index)
-    if source.format == "csv":
-        # FAILFAST: classic Spark would otherwise pad short rows with NULLs and cut long ones silently.
-        raw = spark.read.option("header", True).option("mode", "FAILFAST").csv(str(landed.path))
-        # Spark numbers a single file's records in file order; the header is line 1. This assumes one
-        # record per line, which CSV files without quoted line breaks satisfy.
-        line = "row_number() OVER (ORDER BY monotonically_increasing_id()) + 1"
-    else:
-        # Parquet (a Delta source's data files too): a record's "line" is its row number in the file.
-        raw = spark.read.parquet(str(landed.path))
-        line = "row_number() OVER (ORDER BY monotonically_increasing_id())"
-    header = list(raw.columns)
+    try:
+        if source.format in JSON_FORMATS:
+            return _read_json(spark, source, landed, index)
+        if source.format == "csv":
+            return _read_csv(spark, source, landed, index)
+        return _read_parquet(spark, source, landed, index)
+    except UnreadableFile as error:
+        problem = f"file {landed.name} cannot be read: {error} (unreadable file)"
+        return _unusable_file(spark, source, landed, index, problem, "")
+
+
+def _unusable_file(
+    spark: SparkSession, source: SourceSpec, landed: LandedFile, index: int, problem: str, record: str
+) -> DataFrame:
+    """A file none of whose records can be ingested: the run of a source without a quarantine fails
+    naming it; a quarantining source keeps the file as one bad record (line 1) and ingests the others."""
+    if source.max_bad_records is None:
+        raise InvalidInputError(f"Source {source.name}: {problem}.")
+    unread = [(1, None, *(None for _ in source.column_names), problem, record)]
+    return _parsed(spark, source, unread, landed, index)
+
+
+def _drift(source: SourceSpec, landed: LandedFile, header: Sequence[str]) -> str | None:
+    """Why `header` is not the source's columns (schema drift), or None when it is."""
     missing = [c for c in source.column_names if c not in header]
     unexpected = [c for c in header if c not in source.column_names and c != "_row_kind"]
-    if missing or unexpected:
-        problem = (
-            f"file {landed.name} has columns {header}; missing columns {missing}, unexpected columns "
-            f"{unexpected} (expected {list(source.column_names)} and optionally _row_kind)"
+    if not (missing or unexpected):
+        return None
+    return (
+        f"file {landed.name} has columns {list(header)}; missing columns {missing}, unexpected columns "
+        f"{unexpected} (expected {list(source.column_names)} and optionally _row_kind) (schema drift)"
+    )
+
+
+def _read_csv(spark: SparkSession, source: SourceSpec, landed: LandedFile, index: int) -> DataFrame:
+    """A CSV file's records, parsed in Python (see `cdc_csv`), then typed like a JSON file's."""
+    header, records = read_csv(landed.path)
+    drift = _drift(source, landed, header)
+    if drift:
+        return _unusable_file(spark, source, landed, index, drift, ",".join(header))
+    position = {name: i for i, name in enumerate(header)}
+    rows = [
+        (r.line, None, *(None for _ in source.column_names), r.problem, r.raw)
+        if r.problem
+        else (
+            r.line,
+            r.fields[position["_row_kind"]] if "_row_kind" in position else RowKind.INSERT,
+            *(r.fields[position[c]] for c in source.column_names),
+            None,
+            r.raw,
         )
-        if source.max_bad_records is None:
-            raise InvalidInputError(f"Source {source.name}: {problem}.")
-        # A quarantining source keeps the file as one bad record (its header) and ingests the others.
-        unread = [
-            (1, None, *(None for _ in source.column_names), f"{problem} (schema drift)", ",".join(header))
-        ]
-        return _parsed(spark, source, unread, landed, index)
+        for r in records
+    ]
+    return _parsed(spark, source, rows, landed, index)
+
+
+def _read_parquet(spark: SparkSession, source: SourceSpec, landed: LandedFile, index: int) -> DataFrame:
+    """A Parquet file's records (a Delta source's data files too): a record's "line" is its row number."""
+    _check_parquet(landed.path)
+    raw = spark.read.parquet(str(landed.path))
+    header = list(raw.columns)
+    drift = _drift(source, landed, header)
+    if drift:
+        return _unusable_file(spark, source, landed, index, drift, ",".join(header))
     kind = "_row_kind" if "_row_kind" in header else string_literal(RowKind.INSERT)
     record = f"concat_ws(',', {', '.join(f'CAST({quote(c)} AS STRING)' for c in source.column_names)})"
+    line = "row_number() OVER (ORDER BY monotonically_increasing_id())"
     return _typed(spark, source, raw, landed, index, kind=kind, line=line, record=record)
+
+
+def _check_parquet(path: Path) -> None:
+    """Read every row group of `path` once, so that a truncated or corrupt file fails here, where its
+    name is known, rather than inside a Spark job over all the run's files."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        for _ in pq.ParquetFile(path).iter_batches():
+            pass
+    except (pa.ArrowException, OSError, ValueError) as error:
+        raise UnreadableFile(f"it is not a readable Parquet file ({error})") from error
 
 
 def _read_json(spark: SparkSession, source: SourceSpec, landed: LandedFile, index: int) -> DataFrame:
