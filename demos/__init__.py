@@ -24,7 +24,10 @@ def declared(name: str) -> WideTableComponent:
 
 
 def declared_defs(name: str) -> dg.Definitions:
-    """What the declaration in `wide_assets_defs/<name>/` builds, without resources."""
+    """What the declaration in `wide_assets_defs/<name>/` builds, without its resources (callers bind
+    their own lake and landing zone)."""
+    from dagster._record import replace
+
     from definitions import DECLARATIONS
 
-    return DECLARATIONS.build_defs(name)
+    return replace(DECLARATIONS.build_defs(name), resources={})

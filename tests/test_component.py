@@ -276,6 +276,8 @@ def _dg(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
         **os.environ,
         "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}",
         "DAGSTER_HOME": str(project / ".dagster_home"),
+        # This checkout's library, wherever the environment's editable install points.
+        "PYTHONPATH": str(ROOT),
     }
     return subprocess.run(
         [str(VENV_BIN / "dg"), *args], cwd=project, env=env, capture_output=True, text=True, timeout=300
@@ -300,19 +302,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from wide_assets.pipelines import LandingZone
-
-ROOT = Path(__file__).resolve().parent
-defs = dg.Definitions.merge(
-    dg.load_from_defs_folder(path_within_project=ROOT),
-    dg.Definitions(
-        resources={
-            "spark": dg.ResourceDefinition.none_resource(),
-            "lake": dg.ResourceDefinition.none_resource(),
-            "landing": LandingZone(root=str(ROOT / "data")),
-        }
-    ),
-)
+defs = dg.load_from_defs_folder(path_within_project=Path(__file__).resolve().parent)
 """
 
 

@@ -21,6 +21,7 @@ from wide_assets.component.declaration import (
     TableDeclaration,
     table_spec,
 )
+from wide_assets.component.resources import SparkDeclaration, table_resources
 from wide_assets.component.scaffold import WideTableScaffolder
 from wide_assets.pipelines import WideTableSpec, wide_table_defs
 from wide_assets.pipelines.assets import SensorScope
@@ -36,8 +37,9 @@ class WideTableComponent(dg.Component, dg.Resolvable, dg.Model):
     change table, each file once), the table's asset (`<group>/<table>`: each source's new records
     as one exactly-once commit, merged the Paimon/Fluss way its options say), the blocking
     `primary_key_unique_not_null` and `converges_to_source_join` checks, the job `<table>_job`, an
-    hourly schedule, a new-data sensor, and for write-only tables a compaction job. Needs the
-    `spark`, `lake` and `landing` resources.
+    hourly schedule, a new-data sensor, and for write-only tables a compaction job. It brings its
+    `spark`, `lake` and `landing` resources: the embedded Sail engine, `<project root>/lake` and
+    `<project root>/data` unless `spark`, `lake` and `landing` say otherwise.
 
     Scaffold one with `dg scaffold defs wide_assets.WideTableComponent <table>`; it writes a
     commented defs.yaml to edit. Example:
@@ -100,6 +102,28 @@ class WideTableComponent(dg.Component, dg.Resolvable, dg.Model):
             "which the instance limits to one run at a time). A shared name serializes several tables."
         ),
     ] = None
+    lake: Annotated[
+        str | None,
+        Field(
+            description="Where the table and its sources' change tables are written: a directory (relative "
+            "to the project root) or a URL (`s3://bucket/prefix`, credentials from the `AWS_*` variables). "
+            "Default: $WIDE_ASSETS_LAKE, else `lake`. Every table of a project shares one lake."
+        ),
+    ] = None
+    landing: Annotated[
+        str,
+        Field(
+            description="The landing zone, the directory the sources' `files` globs are relative to "
+            "(relative to the project root). Every table of a project shares one landing zone."
+        ),
+    ] = "data"
+    spark: Annotated[
+        SparkDeclaration | None,
+        Field(
+            description="The Spark engine (default: the one $WIDE_ASSETS_ENGINE names, else embedded Sail). "
+            "Every table of a project shares one engine."
+        ),
+    ] = None
 
     @cached_property
     def spec(self) -> WideTableSpec:
@@ -117,7 +141,7 @@ class WideTableComponent(dg.Component, dg.Resolvable, dg.Model):
         health = self.checks.source_health
         export = (compaction or CompactionDeclaration.model_validate({})).export
         sensor: SensorScope | None = None if self.automation.sensor == "none" else self.automation.sensor
-        return wide_table_defs(
+        table = wide_table_defs(
             spec,
             key_check=self.checks.primary_key,
             convergence=self.checks.convergence,
@@ -131,3 +155,5 @@ class WideTableComponent(dg.Component, dg.Resolvable, dg.Model):
             compaction=compaction.policy() if compaction else None,
             export_encoding=None if export == "none" else export,
         )
+        resources = table_resources(context.project_root, self.lake, self.landing, self.spark)
+        return dg.Definitions.merge(table, dg.Definitions(resources=resources))
