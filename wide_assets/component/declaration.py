@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import re
 from datetime import timedelta
 from typing import Annotated, Any, Literal
 
 import dagster as dg
 from pydantic import Field, model_validator
 
+from wide_assets.component.refusal import DeclarationProblem
 from wide_assets.pipelines import CompactionPolicy, SourceSpec, WideTableSpec
 from wide_assets.pipelines.triggers import HOURLY
 
@@ -136,7 +138,11 @@ class SourceDeclaration(Declaration):
     ]
     op_time: Annotated[
         str | None,
-        Field(description="The column holding each change's operation time: it orders the records."),
+        Field(
+            description="The column holding each change's operation time: it orders the records. A "
+            "`debezium` source's op time is its envelope's `ts_ms` (epoch milliseconds, as UTC), which "
+            "fills this column whatever the row image holds."
+        ),
     ] = None
     deletes: Annotated[
         Literal["remove-row", "clear-columns", "ignore"],
@@ -295,31 +301,55 @@ def _definition(
     return parsed.name, columns, tuple(parsed.primary_key), dict(parsed.options)
 
 
-def _check_options(spec: WideTableSpec) -> None:
-    """Parse the options as `WideTable.create` will: a misspelled or unsupported one is refused."""
+def _check_options(spec: WideTableSpec, table: TableDeclaration) -> None:
+    """Parse the options as `WideTable.create` will: a misspelled or unsupported one is refused, at the
+    option it names when the declaration lists it."""
     from wide_assets.errors import InvalidOptionError
     from wide_assets.spec import TableSpec
 
     try:
         TableSpec.build(spec.columns, spec.primary_key, spec.options)
     except InvalidOptionError as error:
-        raise ValueError(f"table {spec.name}: {error}") from error
+        if table.ddl is not None:
+            raise DeclarationProblem(f"table {spec.name}: {error}", ("table", "ddl")) from error
+        named = [key for key in re.findall(r"'([^']+)'", str(error)) if key in table.options]
+        where = ("table", "options", *named[:1])
+        raise DeclarationProblem(f"table {spec.name}: {error}", where) from error
+
+
+def _source_at(error: ValueError, sources: list[SourceDeclaration]) -> tuple[str | int, ...]:
+    """Where in the declaration a table-level refusal points: the source it names, else the table."""
+    for index, source in enumerate(sources):
+        if str(error).startswith(f"source {source.name}:"):
+            return ("sources", index, "feeds") if "it feeds" in str(error) else ("sources", index)
+    return ("table",)
 
 
 def table_spec(table: TableDeclaration, sources: list[SourceDeclaration]) -> WideTableSpec:
-    """The declaration as a `WideTableSpec`, validated: raises ValueError naming what is wrong."""
+    """The declaration as a `WideTableSpec`, validated: raises `DeclarationProblem` naming what is wrong
+    and the field at fault."""
     try:
         name, columns, primary_key, options = _definition(table)
     except ValueError as error:
-        raise ValueError(f"table {table.name or '(unnamed)'}: {error}") from error
-    spec = WideTableSpec(
-        name=name,
-        description=table.description,
-        group=table.group or name,
-        columns=columns,
-        primary_key=primary_key,
-        options=options,
-        sources=tuple(source.spec(list(primary_key)) for source in sources),
-    )
-    _check_options(spec)
+        where = ("table", "ddl") if table.ddl is not None else ("table",)
+        raise DeclarationProblem(f"table {table.name or '(unnamed)'}: {error}", where) from error
+    declared = []
+    for index, source in enumerate(sources):
+        try:
+            declared.append(source.spec(list(primary_key)))
+        except ValueError as error:
+            raise DeclarationProblem(str(error), ("sources", index)) from error
+    try:
+        spec = WideTableSpec(
+            name=name,
+            description=table.description,
+            group=table.group or name,
+            columns=columns,
+            primary_key=primary_key,
+            options=options,
+            sources=tuple(declared),
+        )
+    except ValueError as error:
+        raise DeclarationProblem(str(error), _source_at(error, sources)) from error
+    _check_options(spec, table)
     return spec
