@@ -21,6 +21,7 @@ from wide_assets.component.declaration import (
     SourceDeclaration,
     TableDeclaration,
     table_spec,
+    unknown_fields,
 )
 from wide_assets.component.refusal import DeclarationProblem, refuse
 from wide_assets.component.resources import SparkDeclaration, table_resources
@@ -141,10 +142,14 @@ class WideTableComponent(dg.Component, dg.Resolvable, dg.Model):
     def load(cls, attributes: BaseModel | None, context: dg.ComponentLoadContext) -> Self:
         """The component, its declaration checked now: a refusal names the defs.yaml line and field."""
         component = super().load(attributes, context)
+        tree = context.resolution_context.source_position_tree
+        for name in cls.model_fields:
+            for problem in unknown_fields(getattr(component, name), (name,)):
+                refuse(problem, tree, context.path)
         try:
             component.spec  # noqa: B018 - validate while the YAML's line numbers are known
         except DeclarationProblem as problem:
-            refuse(problem, context.resolution_context.source_position_tree, context.path)
+            refuse(problem, tree, context.path)
         return component
 
     @cached_property

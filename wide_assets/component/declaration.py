@@ -8,16 +8,17 @@ refusal names the table or source and, where there is one, the closest valid nam
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import re
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Annotated, Any, Literal
 
 import dagster as dg
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field
 
 from wide_assets.component.refusal import DeclarationProblem
+from wide_assets.errors import did_you_mean
 from wide_assets.pipelines import CompactionPolicy, SourceSpec, WideTableSpec
 from wide_assets.pipelines.triggers import HOURLY
 
@@ -30,6 +31,7 @@ __all__ = [
     "SourceHealthDeclaration",
     "TableDeclaration",
     "table_spec",
+    "unknown_fields",
 ]
 
 COLUMNS = Field(
@@ -41,23 +43,26 @@ OptionValue = str | int | float | bool
 
 
 class Declaration(dg.Model):
-    """A part of the YAML: refuses a field it does not have, naming the closest one it has."""
+    """A part of the YAML. A field it does not have is kept aside (`model_extra`) rather than refused
+    here, so that the component refuses it as it loads, where it knows the field's line
+    (`unknown_fields`); the JSON schema still forbids it, for `dg check defs`' YAML check."""
 
-    @model_validator(mode="before")
-    @classmethod
-    def _known_fields(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            problems = []
-            for name in data:
-                if name not in cls.model_fields:
-                    close = difflib.get_close_matches(str(name), list(cls.model_fields), n=1)
-                    hint = f" (did you mean {close[0]!r}?)" if close else ""
-                    problems.append(
-                        f"{cls.__name__.removesuffix('Declaration').lower()} has no field {name!r}{hint}"
-                    )
-            if problems:
-                raise ValueError("; ".join(problems))
-        return data
+    model_config = ConfigDict(extra="allow", json_schema_extra={"additionalProperties": False})
+
+
+def unknown_fields(value: Any, key_path: tuple[str | int, ...]) -> Iterator[DeclarationProblem]:
+    """Every field a part of the declaration at `key_path` does not have, naming the closest it has."""
+    if isinstance(value, Declaration):
+        fields = type(value).model_fields
+        kind = type(value).__name__.removesuffix("Declaration").lower()
+        for name in value.model_extra or {}:
+            problem = f"{kind} has no field {name!r}{did_you_mean(str(name), fields)}"
+            yield DeclarationProblem(problem, (*key_path, name))
+        for name in fields:
+            yield from unknown_fields(getattr(value, name), (*key_path, name))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from unknown_fields(item, (*key_path, index))
 
 
 class TableDeclaration(Declaration):
