@@ -1,6 +1,5 @@
-"""The demos' Python side: the tables declared in `wide_assets_defs/<table>/defs.yaml` loaded by name,
-the product_review_stats pipeline (which no declaration says), the landing-file generator and
-`python -m demos`. Not part of the installable library.
+"""The demos' Python side: the tables of `wide_assets_defs/<table>/` loaded by name, the landing-file
+generator and `python -m demos`. Not part of the installable library.
 """
 
 from __future__ import annotations
