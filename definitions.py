@@ -1,8 +1,9 @@
-"""The `wide_assets` code location: the tables declared in `wide_assets_defs/`, plus the per-environment resources.
+"""The `wide_assets` code location: the tables declared in `wide_assets_defs/`, with the resources they bring.
 
 `wide_assets_defs/<table>/defs.yaml` declares one wide table each (`wide_assets.WideTableComponent`); `dg`
 commands find that folder through `[tool.dg]` in pyproject.toml, and this module, the code location
-they load, builds it. `DECLARATIONS` gives Python callers (tests, `python -m demos`) the loaded
+they load, builds it. Each declaration brings the `spark`, `lake` and `landing` resources (the engine
+$WIDE_ASSETS_ENGINE names, `lake/` or $WIDE_ASSETS_LAKE, `data/`). `DECLARATIONS` gives Python callers (tests, `python -m demos`) the loaded
 components by folder name: `DECLARATIONS.load_component("product_360")`.
 """
 
@@ -13,9 +14,6 @@ from pathlib import Path
 
 import dagster as dg
 
-from resources import resources_for_env
-from wide_assets.pipelines import LandingZone
-
 # Dagster's component loader and Definitions call Dagster's own beta and preview APIs (code references,
 # sensor owners) when they build or copy definitions; those warnings, raised inside Dagster, say
 # nothing about this project. Warnings raised from this project's code still show.
@@ -25,9 +23,4 @@ for _category in (dg.BetaWarning, dg.PreviewWarning):
 PROJECT_ROOT = Path(__file__).resolve().parent
 DECLARATIONS = dg.ComponentTree.for_project(PROJECT_ROOT)
 
-defs = dg.Definitions.merge(
-    DECLARATIONS.build_defs(),
-    dg.Definitions(
-        resources={**resources_for_env(), "landing": LandingZone(root=str(PROJECT_ROOT / "data"))}
-    ),
-)
+defs = DECLARATIONS.build_defs()

@@ -1,6 +1,5 @@
-"""The demos' Python side: the tables declared in `wide_assets_defs/<table>/defs.yaml` loaded by name,
-the product_review_stats pipeline (which no declaration says), the landing-file generator and
-`python -m demos`. Not part of the installable library.
+"""The demos' Python side: the tables of `wide_assets_defs/<table>/` loaded by name, the landing-file
+generator and `python -m demos`. Not part of the installable library.
 """
 
 from __future__ import annotations
@@ -24,7 +23,10 @@ def declared(name: str) -> WideTableComponent:
 
 
 def declared_defs(name: str) -> dg.Definitions:
-    """What the declaration in `wide_assets_defs/<name>/` builds, without resources."""
+    """What the declaration in `wide_assets_defs/<name>/` builds, without its resources (callers bind
+    their own lake and landing zone)."""
+    from dagster._record import replace
+
     from definitions import DECLARATIONS
 
-    return DECLARATIONS.build_defs(name)
+    return replace(DECLARATIONS.build_defs(name), resources={})

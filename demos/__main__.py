@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 
 from demos import declared
-from demos.product_review_stats import (
+from wide_assets.pipelines import LakeTableSpec, table_path
+from wide_assets_defs.product_360.component import orders_enriched_spec
+from wide_assets_defs.product_review_stats.definitions import (
     PRODUCT_REVIEW_AVERAGES,
     PRODUCT_REVIEW_STATS,
     REVIEWER_IDS,
     stats_with_reviewer_names,
 )
-from wide_assets.pipelines import LakeTableSpec, table_path
-from wide_assets_defs.product_360.component import orders_enriched_spec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -1,112 +1,11 @@
-"""Dagster resources (Spark engine, lake location) and their wiring from the environment."""
+"""The Dagster resources under the names this repository's tests and scripts import them by.
+
+They live in the library (`wide_assets.pipelines.resources`); each declared table brings its own
+(`wide_assets.component.resources`), so `definitions.py` no longer wires any.
+"""
 
 from __future__ import annotations
 
-import os
-import re
-from pathlib import Path
-from typing import Any, Literal
+from wide_assets.pipelines.resources import LakeSettings, SparkEngine, spark_from_env
 
-import dagster as dg
-from dagster_pyspark import LazyPySparkResource
-from pydantic import Field, PrivateAttr
-
-from wide_assets.session import REMOTE_VARIABLE, EngineSettings, engine_from_env, get_spark, parse_engine
-
-__all__ = ["LakeSettings", "SparkEngine", "resources_for_env"]
-
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-
-_SEGMENT = re.compile(r"[A-Za-z0-9_.-]+")
-
-
-def _default_lake_root() -> str:
-    return os.environ.get("WIDE_ASSETS_LAKE") or str(PROJECT_ROOT / "lake")
-
-
-def _conf_value(value: Any) -> str:
-    # Spark parses booleans case-sensitively, and str(True) would give "True".
-    return str(value).lower() if isinstance(value, bool) else str(value)
-
-
-def _resolved(value: str | None) -> str | None:
-    """A field's value outside a Dagster run too: there an `EnvVar` field is still the `EnvVar`
-    (`python -m demos` reads the resource directly), and str() of one raises."""
-    return value.get_value() if isinstance(value, dg.EnvVar) else value
-
-
-class SparkEngine(LazyPySparkResource):
-    """Spark session resource that picks Sail, Spark Connect or classic Spark and starts it on first use."""
-
-    engine: Literal["sail", "connect", "classic"] = Field(
-        default="sail", description="sail (embedded), connect (remote Spark Connect) or classic (JVM)."
-    )
-    remote: str | None = Field(default=None, description="sc://host:port, only for engine=connect.")
-    master: str = Field(default="local[2]", description="Spark master, only for engine=classic.")
-    with_delta: bool = Field(default=True, description="Load delta-spark, only for engine=classic.")
-    spark_config: dict[str, Any] = Field(default_factory=dict, description="Extra Spark conf.")
-
-    _settings: EngineSettings | None = PrivateAttr(default=None)
-
-    @classmethod
-    def _is_dagster_maintained(cls) -> bool:
-        return False
-
-    @property
-    def settings(self) -> EngineSettings:
-        """The engine settings this resource's config resolves to."""
-        if self._settings is None:
-            self._settings = EngineSettings(
-                engine=self.engine,
-                remote=_resolved(self.remote),
-                master=self.master,
-                with_delta=self.with_delta,
-                spark_conf={k: _conf_value(v) for k, v in self.spark_config.items()},
-            )
-        return self._settings
-
-    def _init_session(self) -> None:
-        # Always go through get_spark: it re-creates a stopped session and re-points pyspark's
-        # process-global Connect/classic function dispatch at this engine.
-        # LazyPySparkResource declares its private session attribute as None-typed.
-        self._spark_session = get_spark(self.settings)  # type: ignore[assignment]
-
-    @property
-    def spark(self) -> Any:
-        """The Spark session (Connect for sail/connect, classic otherwise), created lazily."""
-        return self.spark_session
-
-
-class LakeSettings(dg.ConfigurableResource["LakeSettings"]):
-    """Where the lake's tables live."""
-
-    root: str = Field(
-        default_factory=_default_lake_root,
-        description="Lake directory; defaults to $WIDE_ASSETS_LAKE or <project root>/lake.",
-    )
-
-    def path(self, name: str) -> str:
-        """Location of table `name` (slash-separated safe segments) inside the lake root."""
-        if not name or name.startswith(("/", "\\")) or "\\" in name or re.match(r"^[A-Za-z]:", name):
-            raise ValueError(f"table name must be a relative path inside the lake: {name!r}")
-        segments = name.split("/")
-        for segment in segments:
-            if segment in ("", ".", "..") or not _SEGMENT.fullmatch(segment):
-                raise ValueError(f"invalid segment {segment!r} in table name {name!r}")
-        return f"{self.root.rstrip('/')}/{'/'.join(segments)}"
-
-
-def resources_for_env(engine: str | None = None) -> dict[str, Any]:
-    """Resource dict (keys `spark` and `lake`) for `engine`: the one `get_spark()` would start, i.e.
-    $WIDE_ASSETS_ENGINE (see `wide_assets.session.engine_from_env`) unless given."""
-    engine = engine_from_env() if engine is None else parse_engine(engine)
-    if engine == "sail":
-        spark = SparkEngine(engine="sail")
-    elif engine == "connect":
-        # EnvVar defers the lookup to run time, so definitions still load where it is unset; a run
-        # without it fails naming the variable.
-        spark = SparkEngine(engine="connect", remote=dg.EnvVar(REMOTE_VARIABLE))
-    else:
-        settings = EngineSettings.from_env(engine="classic")
-        spark = SparkEngine(engine="classic", master=settings.master, with_delta=settings.with_delta)
-    return {"spark": spark, "lake": LakeSettings()}
+__all__ = ["LakeSettings", "SparkEngine", "spark_from_env"]

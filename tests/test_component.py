@@ -257,6 +257,51 @@ def test_a_bad_declaration_fails_loading_naming_what_is_wrong(sandbox: DefsFolde
     assert message in messages(raised.value)
 
 
+def test_a_declaration_brings_default_resources_that_its_fields_override(
+    sandbox: DefsFolderSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for variable in ("WIDE_ASSETS_LAKE", "WIDE_ASSETS_ENGINE", "WIDE_ASSETS_ENV"):
+        monkeypatch.delenv(variable, raising=False)
+    path, doc = scaffold(sandbox)
+    defaults = build(sandbox, path).resources or {}
+    assert defaults["lake"].root == str(sandbox.project_root / "lake")
+    assert defaults["landing"].root == str(sandbox.project_root / "data")
+    assert defaults["spark"].engine == "sail"
+    monkeypatch.setenv("WIDE_ASSETS_LAKE", "s3://from-the-environment/lake")
+    assert (build(sandbox, path).resources or {})["lake"].root == "s3://from-the-environment/lake"
+    doc["attributes"].update(
+        lake="s3://bucket/lake",
+        landing="incoming",
+        spark={"engine": "connect", "remote": "sc://spark.example:15002", "config": {"spark.a": "b"}},
+    )
+    declared = build(sandbox, path, doc).resources or {}
+    assert declared["lake"].root == "s3://bucket/lake"
+    assert declared["landing"].root == str(sandbox.project_root / "incoming")
+    spark = declared["spark"]
+    assert (spark.engine, spark.remote, spark.spark_config) == (
+        "connect",
+        "sc://spark.example:15002",
+        {"spark.a": "b"},
+    )
+    doc["attributes"]["spark"] = {"engine": "connect"}
+    with pytest.raises(Exception) as raised:
+        build(sandbox, path, doc)
+    assert "spark: engine 'connect' needs `remote: sc://host:port`" in messages(raised.value)
+
+
+def test_post_processing_reaches_every_asset_of_the_table(sandbox: DefsFolderSandbox) -> None:
+    path, doc = scaffold(sandbox)
+    doc["requirements"] = {"env": ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"]}
+    doc["post_processing"] = {
+        "assets": [{"target": "*", "attributes": {"owners": ["team:data"], "tags": {"tier": "gold"}}}]
+    }
+    defs = build(sandbox, path, doc)
+    specs = {spec.key.to_user_string(): spec for asset in defs.assets or [] for spec in asset.specs}
+    assert set(specs) == {"my_table/profiles", "my_table/loyalty", "my_table/my_table"}
+    for spec in specs.values():
+        assert spec.owners == ["team:data"] and spec.tags.get("tier") == "gold"
+
+
 def test_the_documented_example_loads(sandbox: DefsFolderSandbox) -> None:
     doc = WideTableComponent.__doc__ or ""
     example = textwrap.dedent(doc.split(".. code-block:: yaml", 1)[1].split("\n\n    Extend", 1)[0])
@@ -276,6 +321,8 @@ def _dg(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
         **os.environ,
         "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}",
         "DAGSTER_HOME": str(project / ".dagster_home"),
+        # This checkout's library, wherever the environment's editable install points.
+        "PYTHONPATH": str(ROOT),
     }
     return subprocess.run(
         [str(VENV_BIN / "dg"), *args], cwd=project, env=env, capture_output=True, text=True, timeout=300
@@ -300,46 +347,141 @@ from pathlib import Path
 
 import dagster as dg
 
-from wide_assets.pipelines import LandingZone
-
-ROOT = Path(__file__).resolve().parent
-defs = dg.Definitions.merge(
-    dg.load_from_defs_folder(path_within_project=ROOT),
-    dg.Definitions(
-        resources={
-            "spark": dg.ResourceDefinition.none_resource(),
-            "lake": dg.ResourceDefinition.none_resource(),
-            "landing": LandingZone(root=str(ROOT / "data")),
-        }
-    ),
-)
+defs = dg.load_from_defs_folder(path_within_project=Path(__file__).resolve().parent)
 """
 
 
-@pytest.mark.slow
-def test_dg_scaffolds_a_table_that_dg_check_defs_accepts_and_refuses_once_misspelled(tmp_path: Path) -> None:
-    project = tmp_path / "project"
+# Misspellings of the scaffold's defs.yaml (text -> misspelled), the `dg check defs` options, and the one
+# block it prints for each, at the line of the misspelled text: (stream, lines).
+OP_TIME = ("op_time: changed_at\n      deletes: remove-row", "op_tme: changed_at\n      deletes: remove-row")
+REFUSALS = {
+    "misspelled option": (
+        ("merge-engine:", "merge-engin:"),
+        (),
+        "stderr",
+        [
+            "{file}:{line}: attributes.table.options.merge-engin",
+            "  table my_table: Unknown option 'merge-engin' for a Paimon table (did you mean 'merge-engine'?).",
+        ],
+    ),
+    "feeds a column the table lacks": (
+        ("feeds: {name: name,", "feeds: {name: nme,"),
+        (),
+        "stderr",
+        [
+            "{file}:{line}: attributes.sources[0].feeds",
+            "  source profiles: it feeds ['nme'], which are not value columns of my_table "
+            "['name', 'profile_ts', 'points', 'points_ts'] (did you mean 'name'?).",
+        ],
+    ),
+    "misspelled field": (
+        OP_TIME,
+        (),
+        "stdout",
+        [
+            "{file}:{line} - wide_assets.WideTableComponent attributes.sources.0.op_tme "
+            "Additional properties are not allowed ('op_tme' was unexpected)"
+        ],
+    ),
+    # dg's YAML check validates one defs.yaml per component type (the last it finds), so in a project
+    # of several tables a misspelled field may reach the load, which refuses it the same way.
+    "misspelled field past the YAML check": (
+        OP_TIME,
+        ("--no-check-yaml",),
+        "stderr",
+        [
+            "{file}:{line}: attributes.sources[0].op_tme",
+            "  source has no field 'op_tme' (did you mean 'op_time'?)",
+        ],
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def dg_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A dg project with the scaffolded table `my_table`."""
+    project = tmp_path_factory.mktemp("dg") / "project"
     (project / "tables").mkdir(parents=True)
     (project / "tables" / "__init__.py").write_text("", "utf-8")
     (project / "pyproject.toml").write_text(PROJECT_PYPROJECT, "utf-8")
     (project / "definitions.py").write_text(PROJECT_DEFINITIONS, "utf-8")
     (project / ".dagster_home").mkdir()
+    (project / ".dagster_home" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n", "utf-8")
     listed = _dg(project, "list", "components")
     assert listed.returncode == 0 and "wide_assets.WideTableComponent" in listed.stdout
+    assert listed.stderr == ""
     scaffolded = _dg(project, "scaffold", "defs", "wide_assets.WideTableComponent", "my_table")
     assert scaffolded.returncode == 0, scaffolded.stderr
-    declaration = project / "tables" / "my_table" / "defs.yaml"
+    assert "Warning" not in scaffolded.stderr, scaffolded.stderr
     assert (project / "data" / "my_table" / "profiles_001.csv").exists()
-    checked = _dg(project, "check", "defs")
+    return project
+
+
+@pytest.mark.slow
+def test_dg_check_defs_accepts_the_scaffold_and_says_nothing_else(dg_project: Path) -> None:
+    checked = _dg(dg_project, "check", "defs")
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "All definitions loaded successfully." in checked.stdout + checked.stderr
-    declaration.write_text(declaration.read_text("utf-8").replace("merge-engine:", "merge-engin:"), "utf-8")
-    refused = _dg(project, "check", "defs")
-    assert refused.returncode != 0
-    assert (
-        "Unknown option 'merge-engin' for a Paimon table (did you mean 'merge-engine'?)"
-        in refused.stdout + refused.stderr
+    assert checked.stdout.splitlines() == [
+        "All component YAML validated successfully.",
+        "All definitions loaded successfully.",
+    ]
+    assert checked.stderr == ""
+
+
+def test_only_dagster_pysparks_scaffolder_warning_is_silenced() -> None:
+    # A fresh interpreter: pytest resets the warning filters a module installs when it is imported.
+    code = textwrap.dedent(
+        """
+        import warnings
+        import dagster as dg
+        import wide_assets.component  # what `dg` imports to list the component
+
+        scaffolder = "Class `SparkDeclarativePipelineScaffolder` is currently in preview, and may change."
+        user_code = "Class `MyTablesComponent` is currently in preview, and may change."
+        warnings.warn(scaffolder, dg.PreviewWarning)
+        warnings.warn(user_code, dg.PreviewWarning)
+        warnings.warn(user_code, dg.BetaWarning)
+        """
     )
+    ran = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, check=True
+    )
+    shown = [line for line in ran.stderr.splitlines() if "Warning: " in line]
+    assert [line.split(": ", 1)[1] for line in shown] == [
+        "PreviewWarning: Class `MyTablesComponent` is currently in preview, and may change.",
+        "BetaWarning: Class `MyTablesComponent` is currently in preview, and may change.",
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", REFUSALS, ids=list(REFUSALS))
+def test_dg_check_defs_reports_a_bad_declaration_as_one_block_first(dg_project: Path, case: str) -> None:
+    (good, bad), options, stream, block = REFUSALS[case]
+    declaration = dg_project / "tables" / "my_table" / "defs.yaml"
+    scaffolded = declaration.read_text("utf-8")
+    try:
+        text = scaffolded.replace(good, bad, 1)
+        assert text != scaffolded
+        declaration.write_text(text, "utf-8")
+        line = text[: text.index(bad)].count("\n") + 1
+        refused = _dg(dg_project, "check", "defs", *options)
+    finally:
+        declaration.write_text(scaffolded, "utf-8")
+    assert refused.returncode == 1
+    expected = [entry.format(file=declaration, line=line) for entry in block]
+    output = {"stdout": refused.stdout, "stderr": refused.stderr}
+    if stream == "stderr":
+        # Refused as the definitions load: the block follows the YAML check's verdict, and nothing follows it.
+        yaml_checked = [] if "--no-check-yaml" in options else ["All component YAML validated successfully."]
+        assert refused.stdout.splitlines() == yaml_checked
+        assert refused.stderr.splitlines() == expected
+        assert "Traceback" not in refused.stderr and "Stack Trace" not in refused.stderr
+    else:
+        # The YAML check stops it: the block (its first line, then the YAML around it) comes first.
+        assert refused.stdout.splitlines()[0] == expected[0]
+        assert "Input should be a valid string" not in refused.stdout
+        assert refused.stdout.count("wide_assets.WideTableComponent attributes") == 1
+    assert "SparkDeclarativePipelineScaffolder" not in output["stderr"]
 
 
 # ------------------------------------------------------------------------------------------ runs

@@ -26,17 +26,18 @@ import dagster as dg
 import pytest
 from pyroaring import BitMap
 
-from demos import declared, declared_defs, product_review_stats
-from demos.product_review_stats import (
+from demos import declared, declared_defs
+from resources import LakeSettings, SparkEngine
+from wide_assets.pipelines import LakeTableSpec, LandingZone, asset_key, table_path
+from wide_assets.table import WideTable
+from wide_assets_defs.product_review_stats import definitions as product_review_stats
+from wide_assets_defs.product_review_stats.definitions import (
     PRODUCT_REVIEW_AVERAGES,
     PRODUCT_REVIEW_STATS,
     REVIEWER_IDS,
     REVIEWS,
     review_deltas,
 )
-from resources import LakeSettings, SparkEngine
-from wide_assets.pipelines import LakeTableSpec, LandingZone, asset_key, table_path
-from wide_assets.table import WideTable
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dagster as dg
 import pytest
 
-from resources import SparkEngine, resources_for_env
+from resources import SparkEngine, spark_from_env
 from wide_assets.session import EngineSettings, engine_from_env, get_spark
 
 REMOTE = "sc://spark.example:15002"
@@ -39,7 +39,7 @@ def test_get_spark_and_the_resources_start_the_engine_the_environment_names(
     for variable, value in environ.items():
         monkeypatch.setenv(variable, value)
     assert engine_from_env() == engine
-    assert resources_for_env()["spark"].engine == engine
+    assert spark_from_env().engine == engine
 
 
 def test_the_other_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -52,7 +52,7 @@ def test_the_other_settings_come_from_the_environment(monkeypatch: pytest.Monkey
     assert (settings.engine, settings.master, settings.with_delta) == ("classic", "local[1]", False)
     for variable, value in classic.items():
         monkeypatch.setenv(variable, value)
-    resource = resources_for_env()["spark"]
+    resource = spark_from_env()
     assert (resource.engine, resource.master, resource.with_delta) == ("classic", "local[1]", False)
     connect = EngineSettings.from_env({"WIDE_ASSETS_ENGINE": "connect", "WIDE_ASSETS_SPARK_REMOTE": REMOTE})
     assert connect.remote == REMOTE
@@ -85,7 +85,7 @@ def test_an_unknown_or_conflicting_engine_is_an_error(
 ) -> None:
     for variable, value in environ.items():
         monkeypatch.setenv(variable, value)
-    for select in (engine_from_env, get_spark, resources_for_env):
+    for select in (engine_from_env, get_spark, spark_from_env):
         with pytest.raises(ValueError) as raised:
             select()
         assert str(raised.value) == message
@@ -93,7 +93,7 @@ def test_an_unknown_or_conflicting_engine_is_an_error(
 
 def test_an_unknown_engine_passed_in_code_is_an_error() -> None:
     with pytest.raises(ValueError, match=r"engine='jvm' is not an engine; valid: sail, connect, classic"):
-        resources_for_env("jvm")
+        spark_from_env("jvm")
     with pytest.raises(ValueError, match=r"engine='sali' is not an engine \(did you mean 'sail'\?\)"):
         EngineSettings(engine="sali")  # type: ignore[arg-type]
     assert EngineSettings(engine=" Classic") == EngineSettings(engine="classic")  # type: ignore[arg-type]
@@ -107,8 +107,8 @@ def test_connect_without_a_url_names_the_variable_to_set(
     with pytest.raises(ValueError, match="set WIDE_ASSETS_SPARK_REMOTE=sc://host:port"):
         get_spark()
     # The Dagster resource defers the URL to run time (definitions load without it); a run fails there.
-    resources = resources_for_env()
-    assert resources["spark"].engine == "connect"
+    resource = spark_from_env()
+    assert resource.engine == "connect"
 
     @dg.asset
     def uses_spark(spark: SparkEngine) -> None:
@@ -117,18 +117,16 @@ def test_connect_without_a_url_names_the_variable_to_set(
     with pytest.raises(
         dg.DagsterInvalidConfigError, match='variable "WIDE_ASSETS_SPARK_REMOTE" which is not set'
     ):
-        dg.materialize([uses_spark], resources={"spark": resources["spark"]})
+        dg.materialize([uses_spark], resources={"spark": resource})
 
 
 def test_resources_start_no_engine_until_used() -> None:
     for engine in ("sail", "connect", "classic"):
-        resources = resources_for_env(engine)
-        assert set(resources) == {"spark", "lake"}
-        assert resources["spark"]._spark_session is None
+        assert spark_from_env(engine)._spark_session is None
 
 
 def test_the_connect_url_resolves_outside_a_dagster_run(monkeypatch: pytest.MonkeyPatch) -> None:
     # `python -m demos` reads the resource directly, where its EnvVar field is not resolved for it.
     monkeypatch.setenv("WIDE_ASSETS_SPARK_REMOTE", "sc://sail.example:50051")
-    spark = resources_for_env("connect")["spark"]
+    spark = spark_from_env("connect")
     assert spark.settings.remote == "sc://sail.example:50051"

@@ -8,14 +8,17 @@ refusal names the table or source and, where there is one, the closest valid nam
 
 from __future__ import annotations
 
-import difflib
 import importlib
+import re
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Annotated, Any, Literal
 
 import dagster as dg
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field
 
+from wide_assets.component.refusal import DeclarationProblem
+from wide_assets.errors import did_you_mean
 from wide_assets.pipelines import CompactionPolicy, SourceSpec, WideTableSpec
 from wide_assets.pipelines.triggers import HOURLY
 
@@ -28,6 +31,7 @@ __all__ = [
     "SourceHealthDeclaration",
     "TableDeclaration",
     "table_spec",
+    "unknown_fields",
 ]
 
 COLUMNS = Field(
@@ -39,23 +43,26 @@ OptionValue = str | int | float | bool
 
 
 class Declaration(dg.Model):
-    """A part of the YAML: refuses a field it does not have, naming the closest one it has."""
+    """A part of the YAML. A field it does not have is kept aside (`model_extra`) rather than refused
+    here, so that the component refuses it as it loads, where it knows the field's line
+    (`unknown_fields`); the JSON schema still forbids it, for `dg check defs`' YAML check."""
 
-    @model_validator(mode="before")
-    @classmethod
-    def _known_fields(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            problems = []
-            for name in data:
-                if name not in cls.model_fields:
-                    close = difflib.get_close_matches(str(name), list(cls.model_fields), n=1)
-                    hint = f" (did you mean {close[0]!r}?)" if close else ""
-                    problems.append(
-                        f"{cls.__name__.removesuffix('Declaration').lower()} has no field {name!r}{hint}"
-                    )
-            if problems:
-                raise ValueError("; ".join(problems))
-        return data
+    model_config = ConfigDict(extra="allow", json_schema_extra={"additionalProperties": False})
+
+
+def unknown_fields(value: Any, key_path: tuple[str | int, ...]) -> Iterator[DeclarationProblem]:
+    """Every field a part of the declaration at `key_path` does not have, naming the closest it has."""
+    if isinstance(value, Declaration):
+        fields = type(value).model_fields
+        kind = type(value).__name__.removesuffix("Declaration").lower()
+        for name in value.model_extra or {}:
+            problem = f"{kind} has no field {name!r}{did_you_mean(str(name), fields)}"
+            yield DeclarationProblem(problem, (*key_path, name))
+        for name in fields:
+            yield from unknown_fields(getattr(value, name), (*key_path, name))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from unknown_fields(item, (*key_path, index))
 
 
 class TableDeclaration(Declaration):
@@ -136,7 +143,11 @@ class SourceDeclaration(Declaration):
     ]
     op_time: Annotated[
         str | None,
-        Field(description="The column holding each change's operation time: it orders the records."),
+        Field(
+            description="The column holding each change's operation time: it orders the records. A "
+            "`debezium` source's op time is its envelope's `ts_ms` (epoch milliseconds, as UTC), which "
+            "fills this column whatever the row image holds."
+        ),
     ] = None
     deletes: Annotated[
         Literal["remove-row", "clear-columns", "ignore"],
@@ -295,31 +306,55 @@ def _definition(
     return parsed.name, columns, tuple(parsed.primary_key), dict(parsed.options)
 
 
-def _check_options(spec: WideTableSpec) -> None:
-    """Parse the options as `WideTable.create` will: a misspelled or unsupported one is refused."""
+def _check_options(spec: WideTableSpec, table: TableDeclaration) -> None:
+    """Parse the options as `WideTable.create` will: a misspelled or unsupported one is refused, at the
+    option it names when the declaration lists it."""
     from wide_assets.errors import InvalidOptionError
     from wide_assets.spec import TableSpec
 
     try:
         TableSpec.build(spec.columns, spec.primary_key, spec.options)
     except InvalidOptionError as error:
-        raise ValueError(f"table {spec.name}: {error}") from error
+        if table.ddl is not None:
+            raise DeclarationProblem(f"table {spec.name}: {error}", ("table", "ddl")) from error
+        named = [key for key in re.findall(r"'([^']+)'", str(error)) if key in table.options]
+        where = ("table", "options", *named[:1])
+        raise DeclarationProblem(f"table {spec.name}: {error}", where) from error
+
+
+def _source_at(error: ValueError, sources: list[SourceDeclaration]) -> tuple[str | int, ...]:
+    """Where in the declaration a table-level refusal points: the source it names, else the table."""
+    for index, source in enumerate(sources):
+        if str(error).startswith(f"source {source.name}:"):
+            return ("sources", index, "feeds") if "it feeds" in str(error) else ("sources", index)
+    return ("table",)
 
 
 def table_spec(table: TableDeclaration, sources: list[SourceDeclaration]) -> WideTableSpec:
-    """The declaration as a `WideTableSpec`, validated: raises ValueError naming what is wrong."""
+    """The declaration as a `WideTableSpec`, validated: raises `DeclarationProblem` naming what is wrong
+    and the field at fault."""
     try:
         name, columns, primary_key, options = _definition(table)
     except ValueError as error:
-        raise ValueError(f"table {table.name or '(unnamed)'}: {error}") from error
-    spec = WideTableSpec(
-        name=name,
-        description=table.description,
-        group=table.group or name,
-        columns=columns,
-        primary_key=primary_key,
-        options=options,
-        sources=tuple(source.spec(list(primary_key)) for source in sources),
-    )
-    _check_options(spec)
+        where = ("table", "ddl") if table.ddl is not None else ("table",)
+        raise DeclarationProblem(f"table {table.name or '(unnamed)'}: {error}", where) from error
+    declared = []
+    for index, source in enumerate(sources):
+        try:
+            declared.append(source.spec(list(primary_key)))
+        except ValueError as error:
+            raise DeclarationProblem(str(error), ("sources", index)) from error
+    try:
+        spec = WideTableSpec(
+            name=name,
+            description=table.description,
+            group=table.group or name,
+            columns=columns,
+            primary_key=primary_key,
+            options=options,
+            sources=tuple(declared),
+        )
+    except ValueError as error:
+        raise DeclarationProblem(str(error), _source_at(error, sources)) from error
+    _check_options(spec, table)
     return spec

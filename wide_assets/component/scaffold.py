@@ -1,8 +1,8 @@
 """`dg scaffold defs wide_assets.WideTableComponent <table>`: a commented defs.yaml that loads and runs.
 
 The template is a small customer table fed by two CSV sources, each with its own sequence group,
-and sample landed files for it (written once under the project's `data/<table>/`, the landing zone
-`definitions.py` configures), so the new table materializes and its checks pass before it is edited.
+and sample landed files for it (written once under the project's `data/<table>/`, the component's
+default landing zone), so the new table materializes and its checks pass before it is edited.
 """
 
 from __future__ import annotations

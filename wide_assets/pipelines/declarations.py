@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from wide_assets.errors import did_you_mean
 from wide_assets.spark_types import type_problem
 
 __all__ = [
@@ -233,7 +234,7 @@ class WideTableSpec(LakeTableSpec):
             if targets:
                 raise ValueError(
                     f"source {source.name}: it feeds {targets}, which are not value columns of "
-                    f"{self.name} {list(self.value_columns)}."
+                    f"{self.name} {list(self.value_columns)}{did_you_mean(targets[0], self.value_columns)}."
                 )
         self._check_op_time_families()
 
