@@ -4,33 +4,17 @@ and seed 003."""
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from memory_table import MemoryTable
+from conftest import Factory
 from pyroaring import BitMap, BitMap64
 
 from wide_assets import WideTable
 from wide_assets.errors import InvalidInputError, InvalidOptionError, MergeError
 from wide_assets.merge.first_row import RETRACT_REJECTED
 from wide_assets.merge.partial_update import DELETE_REJECTED
-from wide_assets.session import activate
-
-Factory = Callable[[list[tuple[str, str]], list[str], dict[str, str]], Any]
-
-
-@pytest.fixture(params=["sail-delta", pytest.param("jvm-memory", marks=pytest.mark.jvm)])
-def engine(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Any, Factory]:
-    """(spark, make_table): a Delta WideTable on Sail, or the in-memory merge on classic JVM Spark."""
-    counter = itertools.count()
-    if request.param == "sail-delta":
-        spark = activate(request.getfixturevalue("spark"))
-        return spark, lambda c, k, o: WideTable.create(spark, tmp_path / f"t{next(counter)}", c, k, o)
-    spark = activate(request.getfixturevalue("jvm_spark"))
-    return spark, lambda c, k, o: MemoryTable(spark, c, k, o)
 
 
 def rows(table: Any) -> list[tuple[Any, ...]]:

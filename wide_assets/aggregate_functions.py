@@ -10,6 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from wide_assets.decimals import (
+    EXACT_PRODUCT_DIGITS,
+    DecimalType,
+    decimal_add,
+    decimal_multiply,
+    decimal_subtract,
+)
 from wide_assets.errors import InvalidOptionError
 from wide_assets.java_text import java_list, type_name
 from wide_assets.schema import Column, FieldFunction
@@ -124,15 +131,12 @@ ARITHMETIC = {"add": "+", "subtract": "-", "multiply": "*"}
 
 
 def overflow(x: Operands, operation: str, left: str | None, right: str) -> str:
-    """The error an overflowing `left <operation> right` raises. Integral types get Paimon's message
+    """The error an overflowing integral `left <operation> right` raises: Paimon's message
     (FieldSumAgg/FieldProductAgg: Java's `Math.*Exact` and their byte/short variants), with the
     operands' values, e.g. `int overflow: 2147483647 + 1` or `byte overflow: 127 + 1 = 128`;
-    `left` None is a negation (`int overflow: --2147483648`). Paimon has no decimal overflow error,
-    so a decimal's is ours."""
+    `left` None is a negation (`int overflow: --2147483648`)."""
     symbol = ARITHMETIC[operation]
-    java = JAVA_INTEGRAL.get(x.column.base_type)
-    if java is None:
-        return fail(f"{operation} overflow in column {x.column.name} ({x.column.type})")
+    java = JAVA_INTEGRAL[x.column.base_type]
     if left is None:
         parts: list[str | Value] = [f"{java} overflow: -", Value(right)]
         exact = f"-CAST({right} AS INT)"
@@ -144,12 +148,34 @@ def overflow(x: Operands, operation: str, left: str | None, right: str) -> str:
     return fail(*parts)
 
 
+def decimal_arithmetic(x: Operands, operation: str, left: str, right: str, decimal: DecimalType) -> str:
+    """`left <operation> right` as Paimon's and Fluss's decimal arithmetic has it: exact, rounded
+    HALF_UP to the column's scale, NULL on overflow (docs/semantics.md, DECIMAL arithmetic)."""
+    if operation == "add":
+        return decimal_add(left, right, decimal)
+    if operation == "subtract":
+        return decimal_subtract(left, right, decimal)
+    too_wide = fail(
+        f"DECIMAL product in column {x.column.name} ({x.column.type}) of ",
+        Value(left),
+        " and ",
+        Value(right),
+        f": Spark SQL multiplies DECIMAL operands of more than {EXACT_PRODUCT_DIGITS} digits only "
+        f"approximately, so the product is refused; declare the column with precision "
+        f"{EXACT_PRODUCT_DIGITS} or less to multiply these values",
+    )
+    return decimal_multiply(left, right, decimal, too_wide)
+
+
 def checked(x: Operands, operation: str, left: str | None, right: str) -> str:
-    """`left <operation> right` (`0 - right` for `left` None) in the column type; integral/decimal
-    overflow is an error (Paimon)."""
+    """`left <operation> right` (`0 - right` for `left` None) in the column type; integral overflow
+    is an error, decimal overflow NULL (Paimon)."""
     lhs = "0" if left is None else left
     if x.column.base_type in ("float", "double"):
         return f"CAST({lhs} {ARITHMETIC[operation]} {right} AS {x.column.type})"
+    decimal = DecimalType.parse(x.column.type)
+    if decimal is not None:
+        return decimal_arithmetic(x, operation, lhs, right, decimal)
     message = overflow(x, operation, left, right)
     if x.column.base_type in ("tinyint", "smallint"):
         # Sail's try_* take no TINYINT/SMALLINT; in INT the result is exact and try_cast range-checks it.
@@ -158,7 +184,11 @@ def checked(x: Operands, operation: str, left: str | None, right: str) -> str:
 
 
 def wrapped(x: Operands, operation: str) -> str:
-    """`acc <operation> in` with two's-complement wrap-around, as Java arithmetic in Fluss does."""
+    """`acc <operation> in` with two's-complement wrap-around, as Java arithmetic in Fluss does;
+    decimals as in Paimon (Fluss's `DecimalUtils` is Paimon's)."""
+    decimal = DecimalType.parse(x.column.type)
+    if decimal is not None:
+        return decimal_arithmetic(x, operation, x.acc, x.inp, decimal)
     bits = INTEGRAL_BITS.get(x.column.base_type)
     if bits is None:
         return f"CAST({x.acc} {ARITHMETIC[operation]} {x.inp} AS {x.column.type})"
