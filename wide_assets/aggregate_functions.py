@@ -25,6 +25,8 @@ from wide_assets.sql import Value, fail, string_literal
 INTEGRAL = ("tinyint", "smallint", "int", "bigint")
 NUMERIC = (*INTEGRAL, "float", "double", "decimal")
 COMPARABLE = (*NUMERIC, "string", "boolean", "binary", "date", "timestamp", "timestamp_ntz")
+# Fluss's max/min take neither BOOLEAN nor BYTES (AggFunctionType.MAX_MIN_TYPES).
+FLUSS_COMPARABLE = tuple(t for t in COMPARABLE if t not in ("boolean", "binary"))
 INTEGRAL_BITS = {"tinyint": 8, "smallint": 16, "int": 32, "bigint": 64}
 # The Java type of an integral column, as Paimon's overflow messages name it.
 JAVA_INTEGRAL = {"tinyint": "byte", "smallint": "short", "int": "int", "bigint": "long"}
@@ -74,11 +76,14 @@ class Aggregator:
     # the type roots Fluss's refusal lists.
     paimon_type_error = ""
     fluss_roots: tuple[str, ...] = ()
+    # The types Fluss accepts, when fewer than `types`.
+    fluss_types: tuple[str, ...] | None = None
 
     def check_type(self, column: Column, name: str, dialect: str) -> None:
         """Refuse a column type the function cannot fold, as Paimon (when the merge function is built)
         or Fluss (in the Flink DDL) does; `name` is the function name as configured."""
-        if self.types is None or column.base_type in self.types:
+        types = (self.fluss_types or self.types) if dialect == "fluss" else self.types
+        if types is None or column.base_type in types:
             return
         if dialect == "fluss":
             raise InvalidOptionError(
@@ -250,6 +255,7 @@ class Max(Aggregator):
     types = COMPARABLE
     paimon_type_error = "Data type for max column '{column}' must be comparable but was '{type}'."
     fluss_roots = FLUSS_MAX_MIN_ROOTS
+    fluss_types = FLUSS_COMPARABLE
 
     def agg(self, x: Operands) -> str:
         return ignoring_nulls(x, f"(CASE WHEN {x.inp} > {x.acc} THEN {x.inp} ELSE {x.acc} END)")
@@ -260,6 +266,7 @@ class Min(Aggregator):
     types = COMPARABLE
     paimon_type_error = "Data type for min column '{column}' must be comparable but was '{type}'."
     fluss_roots = FLUSS_MAX_MIN_ROOTS
+    fluss_types = FLUSS_COMPARABLE
 
     def agg(self, x: Operands) -> str:
         return ignoring_nulls(x, f"(CASE WHEN {x.inp} < {x.acc} THEN {x.inp} ELSE {x.acc} END)")

@@ -233,7 +233,7 @@ def name_list(value: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in value.split(",") if part.strip())
 
 
-def check_columns(schema: Schema) -> None:
+def check_columns(schema: Schema, dialect: Dialect) -> None:
     names = schema.column_names
     if not names:
         raise InvalidOptionError("A wide table needs at least one column.")
@@ -244,6 +244,18 @@ def check_columns(schema: Schema) -> None:
         )
     if not schema.primary_key:
         raise InvalidOptionError("A wide table needs a primary key.")
+    key = schema.primary_key
+    duplicated = java_hash_order(k for k in key if key.count(k) > 1)
+    if duplicated:
+        # Paimon's Schema and Fluss's Schema (which prints its PrimaryKey constraint) refuse it alike.
+        constraint = (
+            java_list(key)
+            if dialect == "paimon"
+            else f"CONSTRAINT PK_{'_'.join(key)} PRIMARY KEY ({', '.join(key)})"
+        )
+        raise InvalidOptionError(
+            f"Primary key constraint {constraint} must not contain duplicate columns. Found: {java_list(duplicated)}"
+        )
     if any(k not in names for k in schema.primary_key):
         raise InvalidOptionError(
             f"Table column {java_list(names)} should include all primary key constraint "
