@@ -413,6 +413,11 @@ class Collect(Aggregator):
         both = f"array_distinct(concat(coalesce({x.acc}, {empty}), coalesce({x.inp}, {empty})))"
         return f"(CASE WHEN {x.acc} IS NULL AND {x.inp} IS NULL THEN {x.acc} ELSE {both} END)"
 
+    def decode(self, value: str, column: Column) -> str:
+        # Rebuilt in SQL: a list read from Delta names its element field `element`, one SQL builds
+        # `item`, and Sail refuses a struct (the fold state) mixing the two ("Child type mismatch").
+        return f"transform({value}, e -> e)"
+
     def retract(self, x: Operands) -> str:
         # Keep the i-th element while its occurrences so far outnumber its retracted occurrences.
         occurrences = f"size(filter(slice({x.acc}, 1, i + 1), y -> y <=> e))"
