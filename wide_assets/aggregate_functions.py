@@ -20,7 +20,7 @@ from wide_assets.decimals import (
 from wide_assets.errors import InvalidOptionError
 from wide_assets.java_text import java_list, type_name
 from wide_assets.schema import Column, FieldFunction
-from wide_assets.sql import Value, fail, string_literal
+from wide_assets.sql import Value, fail, quote, string_literal
 
 INTEGRAL = ("tinyint", "smallint", "int", "bigint")
 NUMERIC = (*INTEGRAL, "float", "double", "decimal")
@@ -426,6 +426,72 @@ class Collect(Aggregator):
         return f"(CASE WHEN {x.acc} IS NULL OR {x.inp} IS NULL THEN {x.acc} ELSE transform({kept}, t -> t.e) END)"
 
 
+class NestedUpdate(Aggregator):
+    """Paimon `nested_update` (FieldNestedUpdateAgg) on ARRAY<STRUCT>: without `nested-key` the input's
+    non-NULL rows are appended while fewer than `count-limit`; with it, a row replaces the row of its
+    key (only when not older by `nested-sequence-field`, NULLs first) and a new key is added while the
+    array holds fewer than `count-limit` rows. A retraction removes the rows of the retracted keys (or
+    the rows equal to the retracted ones). Paimon keeps keyed rows in a HashMap, so its order is none
+    in particular; here kept rows keep their place and new ones follow in input order."""
+
+    name = "nested_update"
+    types = ("array",)
+    paimon_type_error = "Data type for nested table column must be 'Array<Row>' but was '{type}'."
+
+    def check_type(self, column: Column, name: str, dialect: str) -> None:
+        if not column.type.replace(" ", "").startswith("array<struct<"):
+            raise InvalidOptionError(self.paimon_type_error.format(type=type_name(column, dialect)))
+
+    @staticmethod
+    def _non_null(array: str) -> str:
+        return f"filter({array}, nu_x -> nu_x IS NOT NULL)"
+
+    @staticmethod
+    def _key(row: str, fields: tuple[str, ...]) -> str:
+        return "named_struct(" + ", ".join(f"{string_literal(f)}, {row}.{quote(f)}" for f in fields) + ")"
+
+    @staticmethod
+    def _not_older(new: str, old: str, fields: tuple[str, ...]) -> str:
+        """`new` >= `old` by the sequence fields, compared in turn with NULLs first."""
+        if not fields:
+            return "true"
+        a, b = f"{new}.{quote(fields[0])}", f"{old}.{quote(fields[0])}"
+        greater = f"({a} IS NOT NULL AND ({b} IS NULL OR {a} > {b}))"
+        return f"({greater} OR ({a} <=> {b} AND {NestedUpdate._not_older(new, old, fields[1:])}))"
+
+    def agg(self, x: Operands) -> str:
+        fn, limit = x.function, x.function.count_limit
+        if not fn.nested_key:
+            appended = (
+                f"CASE WHEN {x.acc} IS NULL THEN slice({self._non_null(x.inp)}, 1, {limit}) "
+                f"WHEN size({x.acc}) >= {limit} THEN {x.acc} "
+                f"ELSE concat({self._non_null(x.acc)}, slice({self._non_null(x.inp)}, 1, {limit} - size({x.acc}))) END"
+            )
+            return f"(CASE WHEN {x.inp} IS NULL THEN {x.acc} ELSE {appended} END)"
+        key = fn.nested_key
+        same = f"{self._key('nu_y', key)} <=> {self._key('nu_e', key)}"
+        newer = self._not_older("nu_e", "nu_y", fn.nested_sequence)
+
+        def put(limited: bool) -> str:
+            full = f"WHEN size(nu_m) >= {limit} THEN nu_m " if limited else ""
+            return (
+                f"CASE WHEN exists(nu_m, nu_y -> {same}) "
+                f"THEN transform(nu_m, nu_y -> CASE WHEN {same} AND {newer} THEN nu_e ELSE nu_y END) "
+                f"{full}ELSE concat(nu_m, array(nu_e)) END"
+            )
+
+        empty = f"CAST(array() AS {x.column.type})"
+        kept = f"aggregate({self._non_null(f'coalesce({x.acc}, {empty})')}, {empty}, (nu_m, nu_e) -> {put(False)})"
+        merged = f"aggregate({self._non_null(x.inp)}, {kept}, (nu_m, nu_e) -> {put(True)})"
+        return f"(CASE WHEN {x.inp} IS NULL THEN {x.acc} ELSE {merged} END)"
+
+    def retract(self, x: Operands) -> str:
+        key = x.function.nested_key
+        same = f"{self._key('nu_y', key)} <=> {self._key('nu_r', key)}" if key else "nu_y <=> nu_r"
+        kept = f"filter({self._non_null(x.acc)}, nu_y -> NOT exists({x.inp}, nu_r -> nu_r IS NOT NULL AND {same}))"
+        return f"(CASE WHEN {x.acc} IS NULL OR {x.inp} IS NULL THEN {x.acc} ELSE {kept} END)"
+
+
 class MergeMap(Aggregator):
     """Paimon `merge_map`: maps merged, incoming keys win; retraction removes the retracted keys."""
 
@@ -514,6 +580,7 @@ PAIMON_FUNCTIONS: dict[str, Aggregator] = {
     "rbm64": RoaringBitmap(64),
     "collect": Collect(),
     "merge_map": MergeMap(),
+    "nested_update": NestedUpdate(),
 }
 
 FLUSS_FUNCTIONS: dict[str, Aggregator] = {

@@ -531,6 +531,22 @@ CASES: list[tuple[str, dict[str, str], str, list[tuple[str, str]] | None, list[s
         )
         for function, type_, name in (("max", "boolean", "BOOLEAN"), ("min", "binary", "BYTES"))
     ),
+    # paimon-core mergetree/compact/aggregate/factory/FieldNestedUpdateAggFactory.java:40-45, 66-70
+    (
+        "nested-update-type",
+        {**AGG, "fields.l.aggregate-function": "nested_update"},
+        "Data type for nested table column must be 'Array<Row>' but was 'ARRAY<INT>'.",
+        TYPED,
+        None,
+    ),
+    (
+        "nested-sequence-needs-key",
+        {**AGG, "fields.l.aggregate-function": "nested_update", "fields.l.nested-sequence-field": "v"},
+        "Option 'fields.<field-name>.nested-sequence-field' requires 'fields.<field-name>.nested-key' to be "
+        "configured.",
+        TYPED,
+        None,
+    ),
     # fluss-common metadata/MergeEngineType.java:67-78 (no LAST_ROW: a table without the option keeps it)
     (
         "fluss-last-row",

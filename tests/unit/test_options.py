@@ -167,8 +167,8 @@ def test_reserved_and_duplicate_columns_are_refused() -> None:
             "Option 'rowkind.field' is not supported here: the row kind of a change is its `_row_kind` column.",
         ),
         (
-            {"merge-engine": "aggregation", "fields.a.nested-key": "id"},
-            "the nested_update function is not supported",
+            {"merge-engine": "aggregation", "fields.a.nested-key-null-strategy": "IGNORE"},
+            "nested keys with NULL fields merge as Paimon's default `MERGE` strategy",
         ),
     ],
 )

@@ -64,10 +64,7 @@ UNSUPPORTED_OPTIONS = {
     "sequence.snapshot-ordering": "records are ordered by commit, then by `_offset` or `sequence.field`",
 }
 UNSUPPORTED_FIELD_SUFFIXES = {
-    "nested-key": "the nested_update function is not supported",
-    "nested-key-null-strategy": "the nested_update function is not supported",
-    "nested-sequence-field": "the nested_update function is not supported",
-    "count-limit": "the nested_update function is not supported",
+    "nested-key-null-strategy": "nested keys with NULL fields merge as Paimon's default `MERGE` strategy",
     "ts-field": "the merge_map_with_keytime function is not supported",
 }
 # Every other option Paimon or Fluss defines (or a Flink table declares, `connector`) only tunes their
@@ -126,6 +123,9 @@ PAIMON_FIELD_SUFFIXES = (
     "ignore-retract",
     "list-agg-delimiter",
     "distinct",
+    "nested-key",
+    "nested-sequence-field",
+    "count-limit",
 )
 FLUSS_FIELD_SUFFIXES = ("agg", "listagg.delimiter", "string_agg.delimiter")
 

@@ -261,12 +261,22 @@ def _paimon_functions(
                 "'org.apache.paimon.mergetree.compact.aggregate.factory.FieldAggregatorFactory' in the "
                 "classpath.\n\nAvailable factory identifiers are:\n\n" + "\n".join(PAIMON_FACTORY_IDENTIFIERS)
             )
+        nested_key = name_list(field_opts.get((column, "nested-key"), ""))
+        nested_sequence = name_list(field_opts.get((column, "nested-sequence-field"), ""))
+        if nested_sequence and not nested_key:  # FieldNestedUpdateAggFactory.checkOptionDependencies
+            raise InvalidOptionError(
+                "Option 'fields.<field-name>.nested-sequence-field' requires "
+                "'fields.<field-name>.nested-key' to be configured."
+            )
         functions[column] = FieldFunction(
             column=column,
             name=name,
             ignore_retract=_field_bool(field_opts, column, "ignore-retract"),
             delimiter=field_opts.get((column, "list-agg-delimiter"), ","),
             distinct=_field_bool(field_opts, column, "distinct"),
+            nested_key=nested_key,
+            nested_sequence=nested_sequence,
+            count_limit=_parse_int(options, f"fields.{column}.count-limit", 2**31 - 1),
         )
         PAIMON_FUNCTIONS[name].check_type(schema.column(column), name, "paimon")
     return functions
