@@ -165,6 +165,30 @@ def test_nested_update_as_paimons_field_aggregator_test(engine: tuple[Any, Facto
         assert [sorted(tuple(r) for r in column) for column in got] == [sorted(w) for w in want]
 
 
+def test_merge_map_with_keytime_as_paimons_field_aggregator_test(engine: tuple[Any, Factory]) -> None:
+    """FieldAggregatorTest.testFieldMergeMapWithKeyTimeAgg's maps and expected entries, then a NULL ROW
+    (removes its key) and a ROW without a time (skipped), as FieldMergeMapWithKeyTimeAgg reads them."""
+    spark, make = engine
+    value = "struct<actual_value:string,dbsync_ts:string>"
+    table = make(
+        [("k", "int"), ("m", f"map<string,{value}>")],
+        ["k"],
+        {"merge-engine": "aggregation", "fields.m.aggregate-function": "merge_map_with_keytime"},
+    )
+    ddl = f"k int, m map<string,{value}>"
+    t1, t2, t0 = "17682882903686900100", "17682882903686900200", "17682882903686900050"
+    steps = [
+        ({"key1": ("A", t1), "key2": ("B", t1)}, {"key1": "A", "key2": "B"}),
+        ({"key1": ("A1", t2), "key3": ("C", t2)}, {"key1": "A1", "key2": "B", "key3": "C"}),
+        ({"key2": ("B2", t0)}, {"key1": "A1", "key2": "B", "key3": "C"}),
+        ({"key3": None, "key1": ("A2", None)}, {"key1": "A1", "key2": "B"}),
+    ]
+    for written, expected in steps:
+        table.write(spark.createDataFrame([(1, written)], ddl))
+        [(_, got)] = rows(table)
+        assert {key: row[0] for key, row in got.items()} == expected
+
+
 def test_merge_map_overrides_keys_and_retracts_them(engine: tuple[Any, Factory]) -> None:
     spark, make = engine
     ddl = "k int, m map<string,int>, _row_kind string"

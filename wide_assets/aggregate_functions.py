@@ -7,6 +7,7 @@ here and registering it under the dialect(s) that name it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -18,7 +19,7 @@ from wide_assets.decimals import (
     decimal_subtract,
 )
 from wide_assets.errors import InvalidOptionError
-from wide_assets.java_text import java_list, type_name
+from wide_assets.java_text import java_list, nested_parts, type_name
 from wide_assets.schema import Column, FieldFunction
 from wide_assets.sql import Value, fail, quote, string_literal
 
@@ -94,6 +95,9 @@ class Aggregator:
         raise InvalidOptionError(
             self.paimon_type_error.format(column=column.name, type=type_name(column, "paimon"))
         )
+
+    def check_options(self, function: FieldFunction, column: Column) -> None:
+        """Refuse function options that do not fit the column, as the function's factory does."""
 
     def agg(self, x: Operands) -> str:
         raise NotImplementedError
@@ -492,6 +496,73 @@ class NestedUpdate(Aggregator):
         return f"(CASE WHEN {x.acc} IS NULL OR {x.inp} IS NULL THEN {x.acc} ELSE {kept} END)"
 
 
+def struct_fields(type_text: str) -> list[tuple[str, str]] | None:
+    """`struct<a:int,b:string>` -> [("a", "int"), ("b", "string")]; None for any other type."""
+    parts = nested_parts(type_text)
+    if parts is None or parts[0] != "struct":
+        return None
+    fields = [re.split(r"\s*:\s*|\s+", part, maxsplit=1) for part in parts[1]]
+    return [(field[0].strip("`"), field[1] if len(field) > 1 else "") for field in fields]
+
+
+class MergeMapWithKeyTime(Aggregator):
+    """Paimon `merge_map_with_keytime` (FieldMergeMapWithKeyTimeAgg) on MAP<K, ROW>: an incoming entry
+    replaces the key's entry when its time (`fields.<f>.ts-field`, default the ROW's last field,
+    compared as strings) is greater, or the stored one has none; an entry without a time is skipped;
+    a NULL ROW removes the key. Retraction is not supported."""
+
+    name = "merge_map_with_keytime"
+    types = ("map",)
+
+    def _value_type(self, column: Column) -> tuple[str, list[tuple[str, str]] | None]:
+        parts = nested_parts(column.type)
+        value = parts[1][1] if parts is not None and len(parts[1]) == 2 else ""
+        return value, struct_fields(value)
+
+    def check_type(self, column: Column, name: str, dialect: str) -> None:
+        if column.base_type != "map":
+            raise InvalidOptionError(
+                f"Data type for field '{column.name}' must be 'MAP' but was '{type_name(column, dialect)}'"
+            )
+        value, fields = self._value_type(column)
+        if fields is None:
+            raise InvalidOptionError(
+                f"Value type of MAP for field '{column.name}' must be ROW but was "
+                f"'{type_name(Column(column.name, value), dialect)}'"
+            )
+        if len(fields) < 2:
+            raise InvalidOptionError(
+                f"ROW type for field '{column.name}' must have at least 2 fields, but found {len(fields)}"
+            )
+
+    def check_options(self, function: FieldFunction, column: Column) -> None:
+        names = [name for name, _ in self._value_type(column)[1] or []]
+        if function.ts_field is not None and function.ts_field not in names:
+            raise InvalidOptionError(
+                f"Timestamp field '{function.ts_field}' not found in ROW type for field '{column.name}'. "
+                f"Available fields: {java_list(names)}"
+            )
+
+    def agg(self, x: Operands) -> str:
+        value_type, fields = self._value_type(x.column)
+        ts = quote(x.function.ts_field or (fields or [("", "")])[-1][0])
+        existing = (
+            f"aggregate(map_entries({x.acc}), CAST(NULL AS {value_type}), "
+            "(mk_f, mk_e) -> CASE WHEN mk_e.key = mk_k THEN mk_e.value ELSE mk_f END)"
+        )
+        newer = (
+            f"mk_v IS NOT NULL AND mk_v.{ts} IS NOT NULL AND ({existing} IS NULL OR "
+            f"{existing}.{ts} IS NULL OR mk_v.{ts} > {existing}.{ts})"
+        )
+        winners = f"map_filter({x.inp}, (mk_k, mk_v) -> {newer})"
+        removed = f"map_keys(map_filter({x.inp}, (mk_k, mk_v) -> mk_v IS NULL))"
+        kept = (
+            f"map_filter({x.acc}, (mk_k, mk_v) -> NOT array_contains({removed}, mk_k) "
+            f"AND NOT array_contains(map_keys({winners}), mk_k))"
+        )
+        return f"(CASE WHEN {x.acc} IS NULL THEN {x.inp} WHEN {x.inp} IS NULL THEN {x.acc} ELSE map_concat({kept}, {winners}) END)"
+
+
 class MergeMap(Aggregator):
     """Paimon `merge_map`: maps merged, incoming keys win; retraction removes the retracted keys."""
 
@@ -581,6 +652,7 @@ PAIMON_FUNCTIONS: dict[str, Aggregator] = {
     "collect": Collect(),
     "merge_map": MergeMap(),
     "nested_update": NestedUpdate(),
+    "merge_map_with_keytime": MergeMapWithKeyTime(),
 }
 
 FLUSS_FUNCTIONS: dict[str, Aggregator] = {

@@ -78,3 +78,5 @@ class FieldFunction:
     nested_key: tuple[str, ...] = ()
     nested_sequence: tuple[str, ...] = ()
     count_limit: int = 2**31 - 1
+    # Paimon `merge_map_with_keytime`: the field of the map's ROW values holding the key's time.
+    ts_field: str | None = None

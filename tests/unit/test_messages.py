@@ -547,6 +547,21 @@ CASES: list[tuple[str, dict[str, str], str, list[tuple[str, str]] | None, list[s
         TYPED,
         None,
     ),
+    # paimon-core mergetree/compact/aggregate/factory/FieldMergeMapWithKeyTimeAggFactory.java:39-55, 67-73
+    (
+        "keytime-value-type",
+        {**AGG, "fields.m.aggregate-function": "merge_map_with_keytime"},
+        "Value type of MAP for field 'm' must be ROW but was 'INT'",
+        TYPED,
+        None,
+    ),
+    (
+        "keytime-ts-field",
+        {**AGG, "fields.m.aggregate-function": "merge_map_with_keytime", "fields.m.ts-field": "ts"},
+        "Timestamp field 'ts' not found in ROW type for field 'm'. Available fields: [v, t]",
+        [("k", "int"), ("m", "map<string,struct<v:string,t:string>>")],
+        None,
+    ),
     # fluss-common metadata/MergeEngineType.java:67-78 (no LAST_ROW: a table without the option keeps it)
     (
         "fluss-last-row",

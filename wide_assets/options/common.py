@@ -65,7 +65,6 @@ UNSUPPORTED_OPTIONS = {
 }
 UNSUPPORTED_FIELD_SUFFIXES = {
     "nested-key-null-strategy": "nested keys with NULL fields merge as Paimon's default `MERGE` strategy",
-    "ts-field": "the merge_map_with_keytime function is not supported",
 }
 # Every other option Paimon or Fluss defines (or a Flink table declares, `connector`) only tunes their
 # storage, files, reads, lookups, clients or jobs: accepted, and reported as having no effect here.
@@ -126,6 +125,7 @@ PAIMON_FIELD_SUFFIXES = (
     "nested-key",
     "nested-sequence-field",
     "count-limit",
+    "ts-field",
 )
 FLUSS_FIELD_SUFFIXES = ("agg", "listagg.delimiter", "string_agg.delimiter")
 

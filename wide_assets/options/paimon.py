@@ -277,8 +277,10 @@ def _paimon_functions(
             nested_key=nested_key,
             nested_sequence=nested_sequence,
             count_limit=_parse_int(options, f"fields.{column}.count-limit", 2**31 - 1),
+            ts_field=field_opts.get((column, "ts-field")),
         )
         PAIMON_FUNCTIONS[name].check_type(schema.column(column), name, "paimon")
+        PAIMON_FUNCTIONS[name].check_options(functions[column], schema.column(column))
     return functions
 
 
