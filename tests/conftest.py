@@ -3,15 +3,18 @@ and a local S3 server."""
 
 from __future__ import annotations
 
+import itertools
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from engine import ENGINE
+from memory_table import MemoryTable
 from servers import S3Endpoint, patched_environ, seaweedfs
 
+from wide_assets import WideTable
 from wide_assets.session import EngineSettings, activate, get_spark, stop_spark
 
 # No delta-spark: its jars come from Maven at JVM start, and these tests only need DataFrames.
@@ -25,7 +28,8 @@ def _engines(request: pytest.FixtureRequest) -> Iterator[None]:
     # in three parallel runs: "Java gateway process exited before sending its port number"). Only
     # when a collected test uses it: the unit tier starts no engine.
     uses_jvm = any(
-        {"jvm_spark", "any_spark"} & set(getattr(item, "fixturenames", ())) for item in request.session.items
+        {"jvm_spark", "any_spark", "engine"} & set(getattr(item, "fixturenames", ()))
+        for item in request.session.items
     )
     if uses_jvm and shutil.which("java") is not None:
         get_spark(JVM)
@@ -64,6 +68,21 @@ def any_spark(request: pytest.FixtureRequest) -> Any:
     """The same test once on Sail and once on classic JVM Spark."""
     fixture = "spark" if request.param == "sail" else "jvm_spark"
     return activate(request.getfixturevalue(fixture))
+
+
+# make(columns, primary_key, options) -> a table with `write(frame)` and `read()`.
+Factory = Callable[[list[tuple[str, str]], list[str], dict[str, str]], Any]
+
+
+@pytest.fixture(params=["sail-delta", pytest.param("jvm-memory", marks=pytest.mark.jvm)])
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Any, Factory]:
+    """(spark, make_table): a Delta WideTable on Sail, or the in-memory merge on classic JVM Spark."""
+    counter = itertools.count()
+    if request.param == "sail-delta":
+        spark = activate(request.getfixturevalue("spark"))
+        return spark, lambda c, k, o: WideTable.create(spark, tmp_path / f"t{next(counter)}", c, k, o)
+    spark = activate(request.getfixturevalue("jvm_spark"))
+    return spark, lambda c, k, o: MemoryTable(spark, c, k, o)
 
 
 @pytest.fixture

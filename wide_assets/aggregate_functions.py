@@ -7,17 +7,27 @@ here and registering it under the dialect(s) that name it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Any
 
+from wide_assets.decimals import (
+    EXACT_PRODUCT_DIGITS,
+    DecimalType,
+    decimal_add,
+    decimal_multiply,
+    decimal_subtract,
+)
 from wide_assets.errors import InvalidOptionError
-from wide_assets.java_text import java_list, type_name
+from wide_assets.java_text import java_list, nested_parts, type_name
 from wide_assets.schema import Column, FieldFunction
-from wide_assets.sql import Value, fail, string_literal
+from wide_assets.sql import Value, fail, quote, string_literal
 
 INTEGRAL = ("tinyint", "smallint", "int", "bigint")
 NUMERIC = (*INTEGRAL, "float", "double", "decimal")
 COMPARABLE = (*NUMERIC, "string", "boolean", "binary", "date", "timestamp", "timestamp_ntz")
+# Fluss's max/min take neither BOOLEAN nor BYTES (AggFunctionType.MAX_MIN_TYPES).
+FLUSS_COMPARABLE = tuple(t for t in COMPARABLE if t not in ("boolean", "binary"))
 INTEGRAL_BITS = {"tinyint": 8, "smallint": 16, "int": 32, "bigint": 64}
 # The Java type of an integral column, as Paimon's overflow messages name it.
 JAVA_INTEGRAL = {"tinyint": "byte", "smallint": "short", "int": "int", "bigint": "long"}
@@ -67,11 +77,14 @@ class Aggregator:
     # the type roots Fluss's refusal lists.
     paimon_type_error = ""
     fluss_roots: tuple[str, ...] = ()
+    # The types Fluss accepts, when fewer than `types`.
+    fluss_types: tuple[str, ...] | None = None
 
     def check_type(self, column: Column, name: str, dialect: str) -> None:
         """Refuse a column type the function cannot fold, as Paimon (when the merge function is built)
         or Fluss (in the Flink DDL) does; `name` is the function name as configured."""
-        if self.types is None or column.base_type in self.types:
+        types = (self.fluss_types or self.types) if dialect == "fluss" else self.types
+        if types is None or column.base_type in types:
             return
         if dialect == "fluss":
             raise InvalidOptionError(
@@ -82,6 +95,9 @@ class Aggregator:
         raise InvalidOptionError(
             self.paimon_type_error.format(column=column.name, type=type_name(column, "paimon"))
         )
+
+    def check_options(self, function: FieldFunction, column: Column) -> None:
+        """Refuse function options that do not fit the column, as the function's factory does."""
 
     def agg(self, x: Operands) -> str:
         raise NotImplementedError
@@ -124,15 +140,12 @@ ARITHMETIC = {"add": "+", "subtract": "-", "multiply": "*"}
 
 
 def overflow(x: Operands, operation: str, left: str | None, right: str) -> str:
-    """The error an overflowing `left <operation> right` raises. Integral types get Paimon's message
+    """The error an overflowing integral `left <operation> right` raises: Paimon's message
     (FieldSumAgg/FieldProductAgg: Java's `Math.*Exact` and their byte/short variants), with the
     operands' values, e.g. `int overflow: 2147483647 + 1` or `byte overflow: 127 + 1 = 128`;
-    `left` None is a negation (`int overflow: --2147483648`). Paimon has no decimal overflow error,
-    so a decimal's is ours."""
+    `left` None is a negation (`int overflow: --2147483648`)."""
     symbol = ARITHMETIC[operation]
-    java = JAVA_INTEGRAL.get(x.column.base_type)
-    if java is None:
-        return fail(f"{operation} overflow in column {x.column.name} ({x.column.type})")
+    java = JAVA_INTEGRAL[x.column.base_type]
     if left is None:
         parts: list[str | Value] = [f"{java} overflow: -", Value(right)]
         exact = f"-CAST({right} AS INT)"
@@ -144,12 +157,34 @@ def overflow(x: Operands, operation: str, left: str | None, right: str) -> str:
     return fail(*parts)
 
 
+def decimal_arithmetic(x: Operands, operation: str, left: str, right: str, decimal: DecimalType) -> str:
+    """`left <operation> right` as Paimon's and Fluss's decimal arithmetic has it: exact, rounded
+    HALF_UP to the column's scale, NULL on overflow (docs/semantics.md, DECIMAL arithmetic)."""
+    if operation == "add":
+        return decimal_add(left, right, decimal)
+    if operation == "subtract":
+        return decimal_subtract(left, right, decimal)
+    too_wide = fail(
+        f"DECIMAL product in column {x.column.name} ({x.column.type}) of ",
+        Value(left),
+        " and ",
+        Value(right),
+        f": Spark SQL multiplies DECIMAL operands of more than {EXACT_PRODUCT_DIGITS} digits only "
+        f"approximately, so the product is refused; declare the column with precision "
+        f"{EXACT_PRODUCT_DIGITS} or less to multiply these values",
+    )
+    return decimal_multiply(left, right, decimal, too_wide)
+
+
 def checked(x: Operands, operation: str, left: str | None, right: str) -> str:
-    """`left <operation> right` (`0 - right` for `left` None) in the column type; integral/decimal
-    overflow is an error (Paimon)."""
+    """`left <operation> right` (`0 - right` for `left` None) in the column type; integral overflow
+    is an error, decimal overflow NULL (Paimon)."""
     lhs = "0" if left is None else left
     if x.column.base_type in ("float", "double"):
         return f"CAST({lhs} {ARITHMETIC[operation]} {right} AS {x.column.type})"
+    decimal = DecimalType.parse(x.column.type)
+    if decimal is not None:
+        return decimal_arithmetic(x, operation, lhs, right, decimal)
     message = overflow(x, operation, left, right)
     if x.column.base_type in ("tinyint", "smallint"):
         # Sail's try_* take no TINYINT/SMALLINT; in INT the result is exact and try_cast range-checks it.
@@ -158,7 +193,11 @@ def checked(x: Operands, operation: str, left: str | None, right: str) -> str:
 
 
 def wrapped(x: Operands, operation: str) -> str:
-    """`acc <operation> in` with two's-complement wrap-around, as Java arithmetic in Fluss does."""
+    """`acc <operation> in` with two's-complement wrap-around, as Java arithmetic in Fluss does;
+    decimals as in Paimon (Fluss's `DecimalUtils` is Paimon's)."""
+    decimal = DecimalType.parse(x.column.type)
+    if decimal is not None:
+        return decimal_arithmetic(x, operation, x.acc, x.inp, decimal)
     bits = INTEGRAL_BITS.get(x.column.base_type)
     if bits is None:
         return f"CAST({x.acc} {ARITHMETIC[operation]} {x.inp} AS {x.column.type})"
@@ -220,6 +259,7 @@ class Max(Aggregator):
     types = COMPARABLE
     paimon_type_error = "Data type for max column '{column}' must be comparable but was '{type}'."
     fluss_roots = FLUSS_MAX_MIN_ROOTS
+    fluss_types = FLUSS_COMPARABLE
 
     def agg(self, x: Operands) -> str:
         return ignoring_nulls(x, f"(CASE WHEN {x.inp} > {x.acc} THEN {x.inp} ELSE {x.acc} END)")
@@ -230,6 +270,7 @@ class Min(Aggregator):
     types = COMPARABLE
     paimon_type_error = "Data type for min column '{column}' must be comparable but was '{type}'."
     fluss_roots = FLUSS_MAX_MIN_ROOTS
+    fluss_types = FLUSS_COMPARABLE
 
     def agg(self, x: Operands) -> str:
         return ignoring_nulls(x, f"(CASE WHEN {x.inp} < {x.acc} THEN {x.inp} ELSE {x.acc} END)")
@@ -376,12 +417,150 @@ class Collect(Aggregator):
         both = f"array_distinct(concat(coalesce({x.acc}, {empty}), coalesce({x.inp}, {empty})))"
         return f"(CASE WHEN {x.acc} IS NULL AND {x.inp} IS NULL THEN {x.acc} ELSE {both} END)"
 
+    def decode(self, value: str, column: Column) -> str:
+        # Rebuilt in SQL: a list read from Delta names its element field `element`, one SQL builds
+        # `item`, and Sail refuses a struct (the fold state) mixing the two ("Child type mismatch").
+        return f"transform({value}, e -> e)"
+
     def retract(self, x: Operands) -> str:
         # Keep the i-th element while its occurrences so far outnumber its retracted occurrences.
         occurrences = f"size(filter(slice({x.acc}, 1, i + 1), y -> y <=> e))"
         retracted = f"size(filter({x.inp}, y -> y <=> e))"
         kept = f"filter(transform({x.acc}, (e, i) -> named_struct('e', e, 'keep', {occurrences} > {retracted})), t -> t.keep)"
         return f"(CASE WHEN {x.acc} IS NULL OR {x.inp} IS NULL THEN {x.acc} ELSE transform({kept}, t -> t.e) END)"
+
+
+class NestedUpdate(Aggregator):
+    """Paimon `nested_update` (FieldNestedUpdateAgg) on ARRAY<STRUCT>: without `nested-key` the input's
+    non-NULL rows are appended while fewer than `count-limit`; with it, a row replaces the row of its
+    key (only when not older by `nested-sequence-field`, NULLs first) and a new key is added while the
+    array holds fewer than `count-limit` rows. A retraction removes the rows of the retracted keys (or
+    the rows equal to the retracted ones). Paimon keeps keyed rows in a HashMap, so its order is none
+    in particular; here kept rows keep their place and new ones follow in input order."""
+
+    name = "nested_update"
+    types = ("array",)
+    paimon_type_error = "Data type for nested table column must be 'Array<Row>' but was '{type}'."
+
+    def check_type(self, column: Column, name: str, dialect: str) -> None:
+        if not column.type.replace(" ", "").startswith("array<struct<"):
+            raise InvalidOptionError(self.paimon_type_error.format(type=type_name(column, dialect)))
+
+    @staticmethod
+    def _non_null(array: str) -> str:
+        return f"filter({array}, nu_x -> nu_x IS NOT NULL)"
+
+    @staticmethod
+    def _key(row: str, fields: tuple[str, ...]) -> str:
+        return "named_struct(" + ", ".join(f"{string_literal(f)}, {row}.{quote(f)}" for f in fields) + ")"
+
+    @staticmethod
+    def _not_older(new: str, old: str, fields: tuple[str, ...]) -> str:
+        """`new` >= `old` by the sequence fields, compared in turn with NULLs first."""
+        if not fields:
+            return "true"
+        a, b = f"{new}.{quote(fields[0])}", f"{old}.{quote(fields[0])}"
+        greater = f"({a} IS NOT NULL AND ({b} IS NULL OR {a} > {b}))"
+        return f"({greater} OR ({a} <=> {b} AND {NestedUpdate._not_older(new, old, fields[1:])}))"
+
+    def agg(self, x: Operands) -> str:
+        fn, limit = x.function, x.function.count_limit
+        if not fn.nested_key:
+            appended = (
+                f"CASE WHEN {x.acc} IS NULL THEN slice({self._non_null(x.inp)}, 1, {limit}) "
+                f"WHEN size({x.acc}) >= {limit} THEN {x.acc} "
+                f"ELSE concat({self._non_null(x.acc)}, slice({self._non_null(x.inp)}, 1, {limit} - size({x.acc}))) END"
+            )
+            return f"(CASE WHEN {x.inp} IS NULL THEN {x.acc} ELSE {appended} END)"
+        key = fn.nested_key
+        same = f"{self._key('nu_y', key)} <=> {self._key('nu_e', key)}"
+        newer = self._not_older("nu_e", "nu_y", fn.nested_sequence)
+
+        def put(limited: bool) -> str:
+            full = f"WHEN size(nu_m) >= {limit} THEN nu_m " if limited else ""
+            return (
+                f"CASE WHEN exists(nu_m, nu_y -> {same}) "
+                f"THEN transform(nu_m, nu_y -> CASE WHEN {same} AND {newer} THEN nu_e ELSE nu_y END) "
+                f"{full}ELSE concat(nu_m, array(nu_e)) END"
+            )
+
+        empty = f"CAST(array() AS {x.column.type})"
+        kept = f"aggregate({self._non_null(f'coalesce({x.acc}, {empty})')}, {empty}, (nu_m, nu_e) -> {put(False)})"
+        merged = f"aggregate({self._non_null(x.inp)}, {kept}, (nu_m, nu_e) -> {put(True)})"
+        return f"(CASE WHEN {x.inp} IS NULL THEN {x.acc} ELSE {merged} END)"
+
+    def retract(self, x: Operands) -> str:
+        key = x.function.nested_key
+        same = f"{self._key('nu_y', key)} <=> {self._key('nu_r', key)}" if key else "nu_y <=> nu_r"
+        kept = f"filter({self._non_null(x.acc)}, nu_y -> NOT exists({x.inp}, nu_r -> nu_r IS NOT NULL AND {same}))"
+        return f"(CASE WHEN {x.acc} IS NULL OR {x.inp} IS NULL THEN {x.acc} ELSE {kept} END)"
+
+
+def struct_fields(type_text: str) -> list[tuple[str, str]] | None:
+    """`struct<a:int,b:string>` -> [("a", "int"), ("b", "string")]; None for any other type."""
+    parts = nested_parts(type_text)
+    if parts is None or parts[0] != "struct":
+        return None
+    fields = [re.split(r"\s*:\s*|\s+", part, maxsplit=1) for part in parts[1]]
+    return [(field[0].strip("`"), field[1] if len(field) > 1 else "") for field in fields]
+
+
+class MergeMapWithKeyTime(Aggregator):
+    """Paimon `merge_map_with_keytime` (FieldMergeMapWithKeyTimeAgg) on MAP<K, ROW>: an incoming entry
+    replaces the key's entry when its time (`fields.<f>.ts-field`, default the ROW's last field,
+    compared as strings) is greater, or the stored one has none; an entry without a time is skipped;
+    a NULL ROW removes the key. Retraction is not supported."""
+
+    name = "merge_map_with_keytime"
+    types = ("map",)
+
+    def _value_type(self, column: Column) -> tuple[str, list[tuple[str, str]] | None]:
+        parts = nested_parts(column.type)
+        value = parts[1][1] if parts is not None and len(parts[1]) == 2 else ""
+        return value, struct_fields(value)
+
+    def check_type(self, column: Column, name: str, dialect: str) -> None:
+        if column.base_type != "map":
+            raise InvalidOptionError(
+                f"Data type for field '{column.name}' must be 'MAP' but was '{type_name(column, dialect)}'"
+            )
+        value, fields = self._value_type(column)
+        if fields is None:
+            raise InvalidOptionError(
+                f"Value type of MAP for field '{column.name}' must be ROW but was "
+                f"'{type_name(Column(column.name, value), dialect)}'"
+            )
+        if len(fields) < 2:
+            raise InvalidOptionError(
+                f"ROW type for field '{column.name}' must have at least 2 fields, but found {len(fields)}"
+            )
+
+    def check_options(self, function: FieldFunction, column: Column) -> None:
+        names = [name for name, _ in self._value_type(column)[1] or []]
+        if function.ts_field is not None and function.ts_field not in names:
+            raise InvalidOptionError(
+                f"Timestamp field '{function.ts_field}' not found in ROW type for field '{column.name}'. "
+                f"Available fields: {java_list(names)}"
+            )
+
+    def agg(self, x: Operands) -> str:
+        value_type, fields = self._value_type(x.column)
+        ts = quote(x.function.ts_field or (fields or [("", "")])[-1][0])
+        existing = (
+            f"aggregate(map_entries({x.acc}), CAST(NULL AS {value_type}), "
+            "(mk_f, mk_e) -> CASE WHEN mk_e.key = mk_k THEN mk_e.value ELSE mk_f END)"
+        )
+        newer = (
+            f"mk_v IS NOT NULL AND mk_v.{ts} IS NOT NULL AND ({existing} IS NULL OR "
+            f"{existing}.{ts} IS NULL OR mk_v.{ts} > {existing}.{ts})"
+        )
+        winners = f"map_filter({x.inp}, (mk_k, mk_v) -> {newer})"
+        removed = f"map_keys(map_filter({x.inp}, (mk_k, mk_v) -> mk_v IS NULL))"
+        kept = (
+            f"map_filter({x.acc}, (mk_k, mk_v) -> NOT array_contains({removed}, mk_k) "
+            f"AND NOT array_contains(map_keys({winners}), mk_k))"
+        )
+        return f"(CASE WHEN {x.acc} IS NULL THEN {x.inp} WHEN {x.inp} IS NULL THEN {x.acc} ELSE map_concat({kept}, {winners}) END)"
 
 
 class MergeMap(Aggregator):
@@ -472,6 +651,8 @@ PAIMON_FUNCTIONS: dict[str, Aggregator] = {
     "rbm64": RoaringBitmap(64),
     "collect": Collect(),
     "merge_map": MergeMap(),
+    "nested_update": NestedUpdate(),
+    "merge_map_with_keytime": MergeMapWithKeyTime(),
 }
 
 FLUSS_FUNCTIONS: dict[str, Aggregator] = {

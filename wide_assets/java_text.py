@@ -93,6 +93,13 @@ def _top_level_parts(text: str) -> list[str]:
     return [p.strip() for p in parts]
 
 
+def nested_parts(type_text: str) -> tuple[str, list[str]] | None:
+    """`map<string,struct<a:int>>` -> ("map", ["string", "struct<a:int>"]); None for a type without
+    parameters in angle brackets."""
+    nested = _NESTED.fullmatch(type_text.strip())
+    return None if nested is None else (nested[1].lower(), _top_level_parts(nested[2]))
+
+
 def _type_name(spark_type: str, dialect: str) -> str:
     text = spark_type.strip().lower()
     nested = _NESTED.fullmatch(text)

@@ -74,3 +74,9 @@ class FieldFunction:
     ignore_retract: bool = False
     delimiter: str = ","
     distinct: bool = False
+    # Paimon `nested_update`: the element fields keying, and ordering, the nested rows; the most rows.
+    nested_key: tuple[str, ...] = ()
+    nested_sequence: tuple[str, ...] = ()
+    count_limit: int = 2**31 - 1
+    # Paimon `merge_map_with_keytime`: the field of the map's ROW values holding the key's time.
+    ts_field: str | None = None

@@ -65,7 +65,7 @@ class TableSpec(Schema):
         jobs (`bucket.num` is used, `table.datalake.enabled`, `changelog.num-retained.max`, `file.format`,
         ...): accepted, with no effect on this table. A name that is neither used nor such an option is
         refused here, naming the closest valid name."""
-        check_columns(self)
+        check_columns(self, self.dialect)
         return check_option_names(self, self.options, self.dialect)
 
     @cached_property
@@ -121,6 +121,11 @@ class Bucketing:
         except ValueError:
             raise unparsable(text, option) from None
         if count == -1 and option == "bucket":
+            if "bucket-key" in spec.options:  # SchemaValidation.validateBucket
+                raise InvalidOptionError(
+                    "Cannot define 'bucket-key' with bucket = -1, please remove the 'bucket-key' setting "
+                    "or specify a bucket number."
+                )
             return None  # Paimon's dynamic bucket mode: no fixed placement
         if count < 1:
             if option == "bucket":

@@ -90,7 +90,6 @@ def test_paimon_sum_fails_on_integral_overflow_and_fluss_sum_wraps() -> None:
         ("bigint", "multiply", -9223372036854775807, 2, "long overflow: -9223372036854775807 * 2"),
         ("tinyint", "subtract", None, -128, "byte overflow: --128 = 128"),  # negation: NULL accumulator
         ("int", "subtract", None, -2147483648, "int overflow: --2147483648"),
-        ("decimal(38,0)", "add", 1, 2, "add overflow in column v (decimal(38,0))"),  # ours: Paimon has none
     ],
 )
 def test_overflow_names_the_operands_as_paimon_does(

@@ -33,6 +33,10 @@ FLUSS_FUNCTIONS = (
     "bool_and, bool_or, first_value, first_value_ignore_nulls, last_value, last_value_ignore_nulls, listagg, "
     "max, min, product, rbm32, rbm64, string_agg, sum"
 )
+FLUSS_MAX_MIN_ROOTS = (
+    "[CHAR, STRING, TINYINT, SMALLINT, INTEGER, BIGINT, FLOAT, DOUBLE, DECIMAL, DATE, TIME_WITHOUT_TIME_ZONE, "
+    "TIMESTAMP_WITHOUT_TIME_ZONE, TIMESTAMP_WITH_LOCAL_TIME_ZONE]"
+)
 
 CASES: list[tuple[str, dict[str, str], str, list[tuple[str, str]] | None, list[str] | None]] = [
     # (id, options, exact message, columns (default COLUMNS), primary key (default [k]))
@@ -447,6 +451,122 @@ CASES: list[tuple[str, dict[str, str], str, list[tuple[str, str]] | None, list[s
         "fluss-auto-increment-type",
         {"auto-increment.fields": "a"},
         "The data type of auto increment column must be INT or BIGINT.",
+        None,
+        None,
+    ),
+    # paimon-core mergetree/compact/aggregate/factory/FieldAggregatorFactory.java:54-60 (the option
+    # printed by ConfigOption.toString)
+    (
+        "remove-record-on-delete-ignore-retract",
+        {**AGG, "aggregation.remove-record-on-delete": "true", "fields.b.ignore-retract": "true"},
+        "Key: 'aggregation.remove-record-on-delete' , default: false (fallback keys: []) and "
+        "fields.b.ignore-retract have conflicting behavior so should not be enabled at the same time.",
+        None,
+        None,
+    ),
+    # paimon-core schema/SchemaValidation.java:196-208
+    (
+        "delta-commits-lookup",
+        {"changelog-producer": "lookup", "full-compaction.delta-commits": "1"},
+        "'full-compaction.delta-commits' is incompatible with 'changelog-producer'='lookup'. Use "
+        "'changelog-producer'='full-compaction' to get periodic full compaction with changelog generation, "
+        "or remove 'full-compaction.delta-commits'.",
+        None,
+        None,
+    ),
+    # paimon-core schema/SchemaValidation.java:1374-1376
+    (
+        "dynamic-bucket-key",
+        {"bucket": "-1", "bucket-key": "k"},
+        "Cannot define 'bucket-key' with bucket = -1, please remove the 'bucket-key' setting or specify a "
+        "bucket number.",
+        None,
+        None,
+    ),
+    # paimon-api schema/Schema.java:164-168
+    (
+        "duplicate-key",
+        {},
+        "Primary key constraint [k, a, k] must not contain duplicate columns. Found: [k]",
+        None,
+        ["k", "a", "k"],
+    ),
+    # fluss-common metadata/Schema.java:770-775 (the PrimaryKey constraint printed, named PK_<columns>)
+    (
+        "fluss-duplicate-key",
+        {"table.delete.behavior": "allow"},
+        "Primary key constraint CONSTRAINT PK_k_a_k PRIMARY KEY (k, a, k) must not contain duplicate "
+        "columns. Found: [k]",
+        None,
+        ["k", "a", "k"],
+    ),
+    # fluss-server utils/TableDescriptorValidation.java:442-451
+    (
+        "fluss-aggregation-wal",
+        {**FLUSS_AGG, "table.changelog.image": "WAL"},
+        "Table with 'AGGREGATION' merge engine does not support 'WAL' changelog image mode. Aggregation merge "
+        "engine tables require FULL changelog image mode for correct UNDO recovery. Please set "
+        "'table.changelog.image' to 'FULL' or remove the setting.",
+        None,
+        None,
+    ),
+    # fluss-common metadata/AggFunctionType.java:167-177, wrapped by fluss-flink FlinkAggFunctionParser:205-208
+    (
+        "fluss-empty-delimiter",
+        {**FLUSS_AGG, "fields.a.agg": "string_agg", "fields.a.string_agg.delimiter": ""},
+        "Invalid aggregation function configuration for column 'a': Parameter 'delimiter' for aggregation "
+        "function 'string_agg' must be a non-empty string",
+        None,
+        None,
+    ),
+    # fluss-common metadata/AggFunctionType.java:189-197 (MAX_MIN_TYPES: no BOOLEAN, no BYTES)
+    *(
+        (
+            f"fluss-{function}-{type_}",
+            {**FLUSS_AGG, "fields.f.agg": function},
+            f"Invalid aggregation function configuration for column 'f': Data type for {function} column must "
+            f"be part of {FLUSS_MAX_MIN_ROOTS} but was '{name}'.",
+            [("k", "int"), ("f", type_)],
+            None,
+        )
+        for function, type_, name in (("max", "boolean", "BOOLEAN"), ("min", "binary", "BYTES"))
+    ),
+    # paimon-core mergetree/compact/aggregate/factory/FieldNestedUpdateAggFactory.java:40-45, 66-70
+    (
+        "nested-update-type",
+        {**AGG, "fields.l.aggregate-function": "nested_update"},
+        "Data type for nested table column must be 'Array<Row>' but was 'ARRAY<INT>'.",
+        TYPED,
+        None,
+    ),
+    (
+        "nested-sequence-needs-key",
+        {**AGG, "fields.l.aggregate-function": "nested_update", "fields.l.nested-sequence-field": "v"},
+        "Option 'fields.<field-name>.nested-sequence-field' requires 'fields.<field-name>.nested-key' to be "
+        "configured.",
+        TYPED,
+        None,
+    ),
+    # paimon-core mergetree/compact/aggregate/factory/FieldMergeMapWithKeyTimeAggFactory.java:39-55, 67-73
+    (
+        "keytime-value-type",
+        {**AGG, "fields.m.aggregate-function": "merge_map_with_keytime"},
+        "Value type of MAP for field 'm' must be ROW but was 'INT'",
+        TYPED,
+        None,
+    ),
+    (
+        "keytime-ts-field",
+        {**AGG, "fields.m.aggregate-function": "merge_map_with_keytime", "fields.m.ts-field": "ts"},
+        "Timestamp field 'ts' not found in ROW type for field 'm'. Available fields: [v, t]",
+        [("k", "int"), ("m", "map<string,struct<v:string,t:string>>")],
+        None,
+    ),
+    # fluss-common metadata/MergeEngineType.java:67-78 (no LAST_ROW: a table without the option keeps it)
+    (
+        "fluss-last-row",
+        {"table.merge-engine": "last_row"},
+        "Unsupported merge engine type: last_row",
         None,
         None,
     ),

@@ -167,8 +167,8 @@ def test_reserved_and_duplicate_columns_are_refused() -> None:
             "Option 'rowkind.field' is not supported here: the row kind of a change is its `_row_kind` column.",
         ),
         (
-            {"merge-engine": "aggregation", "fields.a.nested-key": "id"},
-            "the nested_update function is not supported",
+            {"merge-engine": "aggregation", "fields.a.nested-key-null-strategy": "IGNORE"},
+            "nested keys with NULL fields merge as Paimon's default `MERGE` strategy",
         ),
     ],
 )
@@ -277,3 +277,25 @@ def test_a_type_typo_in_columns_names_the_column_and_the_closest_type() -> None:
         ("l", "long"),
     ]
     assert [c.type for c in spec(columns=accepted).columns][1] == "array<map<string,decimal(10,2)>>"
+
+
+@pytest.mark.parametrize(
+    ("options", "ignored"),
+    [
+        # Paimon's Options: `ignore-delete` if set, else the first fallback key set, in the order
+        # first-row., deduplicate., partial-update. (CoreOptions.IGNORE_DELETE), whatever the engine.
+        ({"ignore-delete": "false", "partial-update.ignore-delete": "true"}, False),
+        ({"first-row.ignore-delete": "false", "deduplicate.ignore-delete": "true"}, False),
+        ({"deduplicate.ignore-delete": "true", "partial-update.ignore-delete": "false"}, True),
+        ({"merge-engine": "partial-update", "first-row.ignore-delete": "true"}, True),
+        ({"merge-engine": "first-row", "partial-update.ignore-delete": "true"}, True),
+    ],
+)
+def test_ignore_delete_takes_the_first_key_set(options: dict[str, object], ignored: bool) -> None:
+    assert spec(options).merge.ignore_delete is ignored
+
+
+def test_fluss_merge_engine_names_are_read_in_any_case() -> None:
+    """MergeEngineType.fromString upper-cases the name."""
+    assert spec({"table.merge-engine": "First_Row"}).merge.engine == "first_row"
+    assert spec({"table.merge-engine": "AGGREGATION"}).merge.engine == "aggregation"

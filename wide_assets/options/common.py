@@ -65,11 +65,7 @@ UNSUPPORTED_OPTIONS = {
     "sequence.snapshot-ordering": "records are ordered by commit, then by `_offset` or `sequence.field`",
 }
 UNSUPPORTED_FIELD_SUFFIXES = {
-    "nested-key": "the nested_update function is not supported",
-    "nested-key-null-strategy": "the nested_update function is not supported",
-    "nested-sequence-field": "the nested_update function is not supported",
-    "count-limit": "the nested_update function is not supported",
-    "ts-field": "the merge_map_with_keytime function is not supported",
+    "nested-key-null-strategy": "nested keys with NULL fields merge as Paimon's default `MERGE` strategy",
 }
 # Every other option Paimon or Fluss defines (or a Flink table declares, `connector`) only tunes their
 # storage, files, reads, lookups, clients or jobs: accepted, and reported as having no effect here.
@@ -127,6 +123,10 @@ PAIMON_FIELD_SUFFIXES = (
     "ignore-retract",
     "list-agg-delimiter",
     "distinct",
+    "nested-key",
+    "nested-sequence-field",
+    "count-limit",
+    "ts-field",
 )
 FLUSS_FIELD_SUFFIXES = ("agg", "listagg.delimiter", "string_agg.delimiter")
 
@@ -234,7 +234,7 @@ def name_list(value: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in value.split(",") if part.strip())
 
 
-def check_columns(schema: Schema) -> None:
+def check_columns(schema: Schema, dialect: Dialect) -> None:
     names = schema.column_names
     if not names:
         raise InvalidOptionError("A wide table needs at least one column.")
@@ -245,6 +245,18 @@ def check_columns(schema: Schema) -> None:
         )
     if not schema.primary_key:
         raise InvalidOptionError("A wide table needs a primary key.")
+    key = schema.primary_key
+    duplicated = java_hash_order(k for k in key if key.count(k) > 1)
+    if duplicated:
+        # Paimon's Schema and Fluss's Schema (which prints its PrimaryKey constraint) refuse it alike.
+        constraint = (
+            java_list(key)
+            if dialect == "paimon"
+            else f"CONSTRAINT PK_{'_'.join(key)} PRIMARY KEY ({', '.join(key)})"
+        )
+        raise InvalidOptionError(
+            f"Primary key constraint {constraint} must not contain duplicate columns. Found: {java_list(duplicated)}"
+        )
     if any(k not in names for k in schema.primary_key):
         raise InvalidOptionError(
             f"Table column {java_list(names)} should include all primary key constraint "

@@ -18,7 +18,8 @@ from wide_assets.options.common import (
 )
 from wide_assets.schema import FieldFunction, Schema
 
-FLUSS_ENGINES = ("last_row", "first_row", "versioned", "aggregation")
+# The engines `table.merge-engine` names; without it a table keeps the last row (`last_row` here).
+FLUSS_ENGINES = ("first_row", "versioned", "aggregation")
 VERSION_TYPES = ("int", "bigint", "timestamp", "timestamp_ntz")
 # Every AggFunctionType, as Fluss's Flink DDL lists them when refusing an unknown one (sorted names).
 FLUSS_FUNCTION_NAMES = (
@@ -40,9 +41,11 @@ FLUSS_FUNCTION_NAMES = (
 
 
 def parse_fluss(schema: Schema, options: Mapping[str, str]) -> MergeOptions:
-    engine = options.get("table.merge-engine", "last_row")
-    if engine not in FLUSS_ENGINES:
-        raise InvalidOptionError(f"Unsupported merge engine type: {engine}")  # MergeEngineType.fromString
+    written = options.get("table.merge-engine")
+    # MergeEngineType.fromString: any case; `last_row` is the behaviour of no merge engine, not a name.
+    engine = "last_row" if written is None else written.lower()
+    if written is not None and engine not in FLUSS_ENGINES:
+        raise InvalidOptionError(f"Unsupported merge engine type: {written}")
     default_behavior = "allow" if engine == "last_row" else "ignore"
     raw_behavior = options.get("table.delete.behavior", default_behavior)
     behavior = raw_behavior.lower()
@@ -74,6 +77,12 @@ def parse_fluss(schema: Schema, options: Mapping[str, str]) -> MergeOptions:
             )
     field_opts = field_options(options, FLUSS_FIELD_SUFFIXES)
     functions: dict[str, FieldFunction] = {}
+    if engine == "aggregation" and image == "WAL":  # TableDescriptorValidation.checkMergeEngine
+        raise InvalidOptionError(
+            "Table with 'AGGREGATION' merge engine does not support 'WAL' changelog image mode. Aggregation "
+            "merge engine tables require FULL changelog image mode for correct UNDO recovery. Please set "
+            "'table.changelog.image' to 'FULL' or remove the setting."
+        )
     if engine == "aggregation":
         for column in schema.value_columns:
             name = field_opts.get((column, "agg"), "last_value_ignore_nulls")
@@ -82,9 +91,12 @@ def parse_fluss(schema: Schema, options: Mapping[str, str]) -> MergeOptions:
                     f"Unknown aggregation function for column '{column}': {name.lower()}\n"
                     f"Supported functions: {', '.join(FLUSS_FUNCTION_NAMES)}"
                 )
-            delimiter = field_opts.get((column, "listagg.delimiter")) or field_opts.get(
-                (column, "string_agg.delimiter"), ","
-            )
+            delimiter = field_opts.get((column, f"{name}.delimiter"), ",")
+            if name in ("listagg", "string_agg") and not delimiter:  # AggFunctionType.validateParameter
+                raise InvalidOptionError(
+                    f"Invalid aggregation function configuration for column '{column}': Parameter "
+                    f"'delimiter' for aggregation function '{name}' must be a non-empty string"
+                )
             functions[column] = FieldFunction(column=column, name=name, delimiter=delimiter)
             FLUSS_FUNCTIONS[name].check_type(schema.column(column), name, "fluss")
     elif any(suffix == "agg" for (_, suffix) in field_opts):

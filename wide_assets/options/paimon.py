@@ -71,10 +71,10 @@ def parse_paimon(schema: Schema, options: Mapping[str, str]) -> MergeOptions:
     engine = options.get("merge-engine", "deduplicate")
     if engine not in PAIMON_ENGINES:
         raise unparsable(engine, "merge-engine")
-    ignore_delete = any(
-        parse_bool(options, key, main_key="ignore-delete" if key in IGNORE_DELETE_FALLBACKS else None)
-        for key in ("ignore-delete", f"{engine}.ignore-delete", "partial-update.ignore-delete")
-        if key in options
+    # Paimon's Options: the main key if set, else the first fallback key set, whatever the engine.
+    ignore_delete_key = next((k for k in ("ignore-delete", *IGNORE_DELETE_FALLBACKS) if k in options), None)
+    ignore_delete = ignore_delete_key is not None and parse_bool(
+        options, ignore_delete_key, main_key="ignore-delete"
     )
     field_opts = field_options(options, PAIMON_FIELD_SUFFIXES)
     sequence_fields = name_list(options.get("sequence.field", ""))
@@ -261,14 +261,26 @@ def _paimon_functions(
                 "'org.apache.paimon.mergetree.compact.aggregate.factory.FieldAggregatorFactory' in the "
                 "classpath.\n\nAvailable factory identifiers are:\n\n" + "\n".join(PAIMON_FACTORY_IDENTIFIERS)
             )
+        nested_key = name_list(field_opts.get((column, "nested-key"), ""))
+        nested_sequence = name_list(field_opts.get((column, "nested-sequence-field"), ""))
+        if nested_sequence and not nested_key:  # FieldNestedUpdateAggFactory.checkOptionDependencies
+            raise InvalidOptionError(
+                "Option 'fields.<field-name>.nested-sequence-field' requires "
+                "'fields.<field-name>.nested-key' to be configured."
+            )
         functions[column] = FieldFunction(
             column=column,
             name=name,
             ignore_retract=_field_bool(field_opts, column, "ignore-retract"),
             delimiter=field_opts.get((column, "list-agg-delimiter"), ","),
             distinct=_field_bool(field_opts, column, "distinct"),
+            nested_key=nested_key,
+            nested_sequence=nested_sequence,
+            count_limit=_parse_int(options, f"fields.{column}.count-limit", 2**31 - 1),
+            ts_field=field_opts.get((column, "ts-field")),
         )
         PAIMON_FUNCTIONS[name].check_type(schema.column(column), name, "paimon")
+        PAIMON_FUNCTIONS[name].check_options(functions[column], schema.column(column))
     return functions
 
 
@@ -318,6 +330,20 @@ def _validate_paimon(schema: Schema, options: Mapping[str, str], merge: MergeOpt
         raise InvalidOptionError(
             "Sequence groups ('fields.<f>.sequence-group') are only supported by the partial-update merge engine."
         )
+    if "full-compaction.delta-commits" in options and merge.changelog_producer == "lookup":
+        raise InvalidOptionError(  # SchemaValidation.validateTableSchema
+            "'full-compaction.delta-commits' is incompatible with 'changelog-producer'='lookup'. "
+            "Use 'changelog-producer'='full-compaction' to get periodic full compaction with changelog "
+            "generation, or remove 'full-compaction.delta-commits'."
+        )
+    if parse_bool(options, "aggregation.remove-record-on-delete"):
+        ignoring = next((c for c, f in merge.functions.items() if f.ignore_retract), None)
+        if ignoring is not None:  # FieldAggregatorFactory.create, printing the ConfigOption
+            raise InvalidOptionError(
+                "Key: 'aggregation.remove-record-on-delete' , default: false (fallback keys: []) and "
+                f"fields.{ignoring}.ignore-retract have conflicting behavior so should not be enabled at the "
+                "same time."
+            )
     if merge.full_compaction_delta_commits < 1:
         raise InvalidOptionError("full-compaction.delta-commits must be at least 1.")
     if merge.engine == "first-row" and merge.changelog_producer not in ("none", "lookup"):
