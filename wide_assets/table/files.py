@@ -130,7 +130,8 @@ def statistics(metadata: Any) -> dict[str, Any]:
     """Delta file statistics from a Parquet footer: numRecords, and the null count and bounds of every
     top-level column with a scalar type. A bound is written only where it is certain: a column
     without one reads, to delta-rs's dataset reader, as all NULL, so a column whose bounds are unknown
-    (a nested, binary or boolean column) gets neither bounds nor a null count."""
+    (a nested or binary column, for which delta-rs makes no such guess) gets neither bounds nor a null
+    count."""
     null_count: dict[str, int] = {}
     minimum: dict[str, Any] = {}
     maximum: dict[str, Any] = {}
@@ -170,6 +171,8 @@ def _bound(value: Any, arrow_type: Any, upper: bool) -> Any:
     import pyarrow as pa
 
     types = pa.types
+    if types.is_boolean(arrow_type):
+        return bool(value)
     if types.is_integer(arrow_type):
         return int(value)
     if types.is_floating(arrow_type):
