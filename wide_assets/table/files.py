@@ -164,9 +164,12 @@ def statistics(metadata: Any) -> dict[str, Any]:
 
 def _bound(value: Any, arrow_type: Any, upper: bool) -> Any:
     """A footer's min or max as Delta's JSON statistics write it, widened where the JSON form is less
-    precise (decimals as floats, timestamps to the millisecond); None where no sure bound exists."""
+    precise (decimals and floats by one step, timestamps to the millisecond); None where no sure bound
+    exists."""
     import math
+    import sys
     from datetime import date, datetime
+    from decimal import Decimal
 
     import pyarrow as pa
 
@@ -175,15 +178,22 @@ def _bound(value: Any, arrow_type: Any, upper: bool) -> Any:
         return bool(value)
     if types.is_integer(arrow_type):
         return int(value)
-    if types.is_floating(arrow_type):
-        return None if math.isnan(value) else float(value)
-    if types.is_decimal(arrow_type):
-        number = float(value)
-        if upper and number < value:
-            number = math.nextafter(number, math.inf)
-        if not upper and number > value:
-            number = math.nextafter(number, -math.inf)
-        return number
+    if types.is_floating(arrow_type) or types.is_decimal(arrow_type):
+        # Strictly wider than the value, always: Sail 0.7.2 takes a column whose bounds are equal for
+        # constant in the file and reads the value from the JSON, which it parses up to 1 ULP off. A
+        # decimal moves one unit of its scale first, so that its float is a bound whatever the digits.
+        direction = math.inf if upper else -math.inf
+        step = Decimal(1).scaleb(-arrow_type.scale) if types.is_decimal(arrow_type) else 0
+        number = float(value + step if upper else value - step)
+        if math.isnan(number):
+            return None
+        widened = math.nextafter(number, direction)
+        # No subnormal numbers: not every reader parses them.
+        return (
+            widened
+            if widened == 0 or abs(widened) >= sys.float_info.min
+            else math.copysign(sys.float_info.min, widened)
+        )
     if types.is_string(arrow_type) or types.is_large_string(arrow_type):
         text = str(value)
         if len(text) <= STRING_BOUND_CHARS:
