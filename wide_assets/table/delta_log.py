@@ -47,11 +47,7 @@ def live_files(files: TableFiles, version: int) -> list[DataFile]:
             for add in _checkpoint_adds(files, f"{LOG_DIR}/{name}"):
                 live[add.path] = add
     for commit in range(start + 1, version + 1):
-        content = files.get(f"{LOG_DIR}/{commit:020d}.json").decode()
-        for line in content.splitlines():
-            if not line.strip():
-                continue
-            action = json.loads(line)
+        for action in _commit_actions(files, commit):
             if "add" in action:
                 add = _live_file(action["add"])
                 live[add.path] = add
@@ -70,17 +66,18 @@ def vectors_in_use(files: TableFiles, version: int, since: datetime) -> set[str]
     )
     later = [v for v, modified in commits if modified >= since]
     first = max(later[0] - 1, 0) if later else version
-    paths = {_vector_file(f.deletion_vector) for f in live_files(files, first)}
+    vectors = [f.deletion_vector for f in live_files(files, first)]
     for commit_version in range(first + 1, version + 1):
-        for line in files.get(f"{LOG_DIR}/{commit_version:020d}.json").decode().splitlines():
-            vector = json.loads(line).get("add", {}).get("deletionVector") if line.strip() else None
-            paths.add(_vector_file(Descriptor.from_action(vector) if vector else None))
-    paths.discard(None)
-    return {p for p in paths if p is not None}
+        for action in _commit_actions(files, commit_version):
+            vector = action.get("add", {}).get("deletionVector")
+            vectors.append(Descriptor.from_action(vector) if vector else None)
+    return {v.file_path() for v in vectors if v is not None and v.storage_type == "u"}
 
 
-def _vector_file(descriptor: Descriptor | None) -> str | None:
-    return descriptor.file_path() if descriptor is not None and descriptor.storage_type == "u" else None
+def _commit_actions(files: TableFiles, version: int) -> list[dict[str, Any]]:
+    """The actions of the JSON commit of `version`."""
+    text = files.get(f"{LOG_DIR}/{version:020d}.json").decode()
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def commit(files: TableFiles, version: int, actions: Iterable[dict[str, Any]], operation: str) -> None:
