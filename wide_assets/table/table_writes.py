@@ -23,7 +23,7 @@ from wide_assets import faults
 from wide_assets.spec import BUCKET_COLUMN, TableSpec
 from wide_assets.sql import quote
 from wide_assets.table import delta_log
-from wide_assets.table.deletion_vectors import Descriptor, VectorFile, read_vector
+from wide_assets.table.deletion_vectors import VectorFile, read_vector
 from wide_assets.table.files import DataFile, write_files
 from wide_assets.table.objects import TableFiles
 from wide_assets.table.storage import IS_DELETE_IMAGE
@@ -115,19 +115,13 @@ def replaced_rows(
         buckets = {str(b) for b in touched.column(BUCKET_COLUMN).unique().to_pylist()}
         candidates = [f for f in live if f.partition_values.get(BUCKET_COLUMN) in buckets]
     vector_files = {
-        f.deletion_vector.file_path()
-        for f in candidates
-        if f.deletion_vector is not None and _stored_vector(f.deletion_vector)
+        v.file_path() for f in candidates if (v := f.deletion_vector) is not None and v.storage_type != "i"
     }
     with ThreadPoolExecutor(KEY_READERS) as pool:
         contents = dict(zip(vector_files, pool.map(files.get, vector_files), strict=True))
         keys = touched.select(list(spec.primary_key))
         found = pool.map(lambda f: _replaced_in(files, f, keys, contents), candidates)
         return [r for r in found if r is not None]
-
-
-def _stored_vector(descriptor: Descriptor | None) -> bool:
-    return descriptor is not None and descriptor.storage_type != "i"
 
 
 def _replaced_in(
@@ -151,13 +145,9 @@ def _replaced_in(
     if not len(positions):
         return None
     deleted = BitMap()
-    if file.deletion_vector is not None:
-        content = (
-            vectors.get(file.deletion_vector.file_path(), b"")
-            if _stored_vector(file.deletion_vector)
-            else b""
-        )
-        deleted = read_vector(file.deletion_vector, content)
+    vector = file.deletion_vector
+    if vector is not None:  # an inline vector ('i') carries its positions in the descriptor itself
+        deleted = read_vector(vector, vectors[vector.file_path()] if vector.storage_type != "i" else b"")
     replaced = BitMap(positions.astype(np.uint32)) - deleted
     return Replaced(file, deleted, replaced) if replaced else None
 
