@@ -2,14 +2,15 @@
 
     .venv/bin/python -m bench.scale [--sizes 1000000:10000,1000000:100000,10000000:10000,...]
         [--modes local,local-cluster] [--workers 2] [--candidates a,b] [--workdir DIR]
-        [--out bench/SCALE.md] [--seed 7] [--quiet]
+        [--out bench/SCALE.md] [--seed 7] [--initial-load] [--quiet]
 
 The product_360 workload and candidates of `bench.product_360`, on the same generated data per size:
 each candidate that runs on Sail runs once per mode (`SAIL_MODE=local`, or `local-cluster` with
 `--workers` workers), in a fresh process, and its result is checked against the numpy oracle; the
 peers that do not use Sail run once. A size's files are deleted as soon as its last K has run, so the
-disk holds one N at a time. Writes a report with a table per size, the growth with N and with K, and
-where each candidate's memory peaked.
+disk holds one N at a time. Writes a report with a table per size, the growth with N and with K,
+where each candidate's memory peaked, and every target of `bench.product_360` evaluated in each mode
+(with `--initial-load`, the initial-load targets too): one run prints the whole picture.
 """
 
 from __future__ import annotations
@@ -23,7 +24,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from bench.candidates import CANDIDATES
-from bench.product_360 import LABELS, Run, environment, parse_sizes, prepare, run_candidate
+from bench.product_360 import (
+    LABELS,
+    InitialLoad,
+    Run,
+    environment,
+    initial_load_report,
+    parse_sizes,
+    prepare,
+    run_candidate,
+    run_initial_load,
+    targets,
+)
 from bench.workload import Layout
 from wide_assets.progress import steps
 
@@ -136,14 +148,30 @@ def describe(small: Size, large: Size) -> str:
     return f"N {n1:,} -> {n2:,} ({n2 / n1:g}x) at K={k1:,}"
 
 
-def report(command: str, workers: int, results: dict[Size, Runs]) -> str:
-    """The markdown report of the sizes measured so far."""
+def in_mode(results: dict[Size, Runs], mode: str) -> dict[Size, list[Run]]:
+    """Per size, the runs of the Sail candidates in `mode` and of the peers that do not use Sail."""
+    return {size: [run for (_, m), run in runs.items() if m in (mode, "")] for size, runs in results.items()}
+
+
+def report(command: str, workers: int, results: dict[Size, Runs], load: InitialLoad | None) -> str:
+    """The markdown report of the sizes measured so far: the grid, its growth and the #20 targets
+    evaluated in each mode."""
     lines = ["# product_360 at scale", "", *environment(command)]
     lines += [f"local-cluster: {workers} workers on this machine.", ""]
     lines += ["## Seconds and memory per size", ""]
     for (n, k), runs in results.items():
         lines += size_report(n, k, runs)
     lines += ["## Growth (time ratio between neighbouring sizes)", "", *growth_report(results)]
+    if load is not None:
+        lines += initial_load_report(load)
+    modes = sorted({mode for runs in results.values() for _, mode in runs if mode})
+    for mode in modes:
+        lines += [
+            f"## Targets, Sail candidates in {mode} mode",
+            "",
+            *targets(in_mode(results, mode), load),
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -156,6 +184,9 @@ def main(argv: list[str] | None = None) -> dict[Size, Runs]:
     parser.add_argument("--workdir", type=Path, help="parent of the temporary data directory")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "SCALE.md")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--initial-load", action="store_true", help="also run bench.initial_load at the largest N <= 1M"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     args = parser.parse_args(argv)
     candidates, modes = args.candidates.split(","), args.modes.split(",")
@@ -167,10 +198,16 @@ def main(argv: list[str] | None = None) -> dict[Size, Runs]:
     sizes = parse_sizes(args.sizes)
     order = list(runs_of(candidates, modes))
     results: dict[Size, Runs] = {}
+    load = None
     with (
         tempfile.TemporaryDirectory(dir=args.workdir) as work,
-        steps(len(sizes) * (1 + len(order)), quiet=args.quiet) as progress,
+        steps(len(sizes) * (1 + len(order)) + int(args.initial_load), quiet=args.quiet) as progress,
     ):
+        if args.initial_load:
+            # First, while the disk holds nothing else: it generates its own initial table.
+            progress.set_description("initial load")
+            load = run_initial_load(Path(work), sizes, args.seed)
+            progress.update()
         for index, (n, k) in enumerate(sizes):
             layout = Layout(Path(work), n, k)
             progress.set_description(f"N={n:,} K={k:,} generate and setup")
@@ -183,12 +220,12 @@ def main(argv: list[str] | None = None) -> dict[Size, Runs]:
                 progress.update()
             results[(n, k)] = runs
             # Written after every size, so that a long run stopped early keeps what it measured.
-            args.out.write_text(report(command, args.workers, results))
+            args.out.write_text(report(command, args.workers, results, load))
             del expected
             shutil.rmtree(layout.run_dir)
             if all(later != n for later, _ in sizes[index + 1 :]):
                 shutil.rmtree(layout.table_dir)
-    text = report(command, args.workers, results)
+    text = report(command, args.workers, results, load)
     print(text)
     return results
 
