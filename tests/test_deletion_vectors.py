@@ -19,6 +19,7 @@ from wide_assets.table import arbiter, delta_log, table_writes
 from wide_assets.table.arbiter import Conflict
 from wide_assets.table.deletion_vectors import DV_PREFIX, Descriptor, read_vector
 from wide_assets.table.objects import TableFiles
+from wide_assets.table.staging import STAGING_DIR
 
 COLUMNS = [("k", "int"), ("part", "string"), ("v", "string")]
 DDL = "k int, part string, v string, _row_kind string"
@@ -215,6 +216,8 @@ def test_a_crash_between_files_and_commit_leaves_nothing_readable_and_vacuum_rem
     table.recover()  # its log commit landed: recovery applies it from the log, with files of its own
     expected[(2, "a")] = "lost"
     assert read_by_sail(table) == expected == read_by_delta_rs(table.path)
+    # A killed process's staged Arrow input (a live write deletes its own when it ends).
+    TableFiles(table.path).write_parquet(f"{STAGING_DIR}/killed.parquet", pa.table({"k": [1]}))
     for path in (table.path, table.changelog_path):
         DeltaTable(path).alter.set_table_properties(
             {"delta.deletedFileRetentionDuration": "interval 0 hours"}
@@ -228,6 +231,7 @@ def test_a_crash_between_files_and_commit_leaves_nothing_readable_and_vacuum_rem
     assert in_use, "the recovered write marked row 2 of the first file deleted"
     stored = {str(p.relative_to(table.path)) for p in (Path(table.path) / DV_PREFIX).iterdir()}
     assert stored == in_use, "the crashed write's vector file is gone, the ones in use stay"
+    assert not list(TableFiles(table.path).list(STAGING_DIR)), "and so is the staged input"
 
 
 def test_statistics_bound_every_value_and_filtered_reads_find_them(spark: Any, tmp_path: Path) -> None:

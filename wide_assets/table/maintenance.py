@@ -14,6 +14,7 @@ from wide_assets.table.deletion_vectors import DV_PREFIX, read_vector
 from wide_assets.table.files import DataFile
 from wide_assets.table.images import commit_images
 from wide_assets.table.objects import TableFiles
+from wide_assets.table.staging import STAGING_DIR
 from wide_assets.table.storage import Storage
 from wide_assets.table.table_writes import replace_all
 
@@ -54,12 +55,13 @@ def vacuum(storage: Storage, retention_hours: int | None = None, dry_run: bool =
         removed += arbiter.open_table(path).vacuum(
             retention_hours=retention_hours, dry_run=dry_run, enforce_retention_duration=True, full=True
         )
-    return removed + _vacuum_vectors(storage, retention_hours, dry_run)
+    return removed + _vacuum_underscore_folders(storage, retention_hours, dry_run)
 
 
-def _vacuum_vectors(storage: Storage, retention_hours: int | None, dry_run: bool) -> list[str]:
-    """Delete the deletion-vector files older than the retention that no version within it reads
-    (replaced by later vectors, or written by a writer that crashed or lost a race)."""
+def _vacuum_underscore_folders(storage: Storage, retention_hours: int | None, dry_run: bool) -> list[str]:
+    """Delete what Delta's vacuum leaves in our `_` folders once older than the retention: deletion
+    vector files no version within it reads (replaced by later vectors, or written by a writer that
+    crashed or lost a race), and input a killed writer staged (a live write deletes its own)."""
     from datetime import UTC, datetime, timedelta
 
     table = arbiter.open_table(storage.path)
@@ -68,6 +70,7 @@ def _vacuum_vectors(storage: Storage, retention_hours: int | None, dry_run: bool
     files = TableFiles(storage.path)
     in_use = delta_log.vectors_in_use(files, table.version(), since)
     stale = [f.path for f in files.list(DV_PREFIX) if f.path not in in_use and f.modified < since]
+    stale += [f.path for f in files.list(STAGING_DIR) if f.modified < since]
     if not dry_run:
         for path in stale:
             files.delete(path)

@@ -2,8 +2,8 @@
 engine reads them once (Sail inlines `createDataFrame` rows into every plan that uses them, and a
 MERGE reads its source several times), and deleted when the write is done.
 
-The folder starts with `_`, so Delta readers and `vacuum` never look at it; a staged file left by a
-crashed process is never read again.
+The folder starts with `_`, so Delta readers and delta-rs's vacuum never look at it; a staged file
+left by a killed process is never read again, and the table's `vacuum` deletes it after the retention.
 """
 
 from __future__ import annotations
