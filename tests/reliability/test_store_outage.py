@@ -65,7 +65,7 @@ def test_a_store_failure_after_the_commit_landed_is_not_an_error(
     monkeypatch.setattr(arbiter, "append_files", failing_once(arbiter.append_files, after=True))
     result = retrying_caller(table, spark)
     assert total(table) == 1 and len(table.commits()) == 2
-    assert result.commit == 2 and not result.apply_pending
+    assert result.commit == 2 and not result.applied_later
 
 
 def test_a_store_failure_before_the_commit_says_nothing_was_committed(
@@ -87,7 +87,7 @@ def test_a_store_failure_while_applying_reports_the_commit_pending(
         table_writes.delta_log, "commit", failing_once(table_writes.delta_log.commit, after=False)
     )
     result = retrying_caller(table, spark)
-    assert result.apply_pending and "do not write it again" in str(result.note)
+    assert result.applied_later and "do not write it again" in str(result.note)
     assert table.pending_commits() == [2]
     monkeypatch.undo()
     table.recover()
@@ -126,7 +126,7 @@ def retried(call):
 table = retried(lambda: WideTable.create(spark, path, [("k", "int"), ("n", "bigint")], ["k"], SUM))
 for write in range(writes):
     result = retried(lambda: table.write(spark.createDataFrame([(1, 1)], "k int, n bigint")))
-    print("wrote", write, "commit", result.commit, "pending", result.apply_pending, flush=True)
+    print("wrote", write, "commit", result.commit, "pending", result.applied_later, flush=True)
 retried(table.recover)
 print("done", flush=True)
 """.replace("SUM", repr(SUM))

@@ -66,7 +66,7 @@ class WriteResult:
     conflicts: int = 0
     # The commit landed but applying or counting it failed (the store or the engine): whoever catches
     # up next applies it (`version`, `changelog_version` are then -1 and the counts 0). Never write it again.
-    apply_pending: bool = False
+    applied_later: bool = False
 
     def as_metadata(self) -> dict[str, Any]:
         return asdict(self)
@@ -263,7 +263,7 @@ def pending_result(storage: Storage, info: CommitInfo, conflicts: int, error: Ba
         input_records=info.input_records,
         changelog_rows=0,
         conflicts=conflicts,
-        apply_pending=True,
+        applied_later=True,
         note=(
             f"Commit {info.commit} stands (write id {info.write_id}); applying it failed "
             f"({first_line(error)}), so it is applied by whoever catches up next (a write, a "
