@@ -9,21 +9,32 @@ whenever the tracked columns' values change (docs/semantics.md section 7). It sh
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import dagster as dg
 import pytest
+from dagster.components.testing import DefsFolderSandbox, create_defs_folder_sandbox
 from deltalake import DeltaTable
 from pyspark.sql import functions as F
+from test_component import build, evaluations, lake, messages, scaffold
 from test_run_order import COLUMNS, OPTIONS, ORDERS, PAYMENTS, spec
 
 from wide_assets.pipelines import WideTableSpec
 from wide_assets.pipelines.apply import apply_sources, open_wide_table
 from wide_assets.pipelines.checks import keyed_diff
 from wide_assets.pipelines.declarations import HistorySpec
-from wide_assets.pipelines.history import history_problem, history_table, overlaps, source_events
+from wide_assets.pipelines.history import (
+    NO_OVERLAP_CHECK,
+    OPEN_EQUALS_TABLE_CHECK,
+    history_problem,
+    history_table,
+    overlaps,
+    source_events,
+)
 from wide_assets.pipelines.ingest import ingest, landed_files
 from wide_assets.table import arbiter, delta_log
 from wide_assets.table.history import HistoryTable
@@ -254,3 +265,69 @@ def test_a_history_declaration_is_refused_where_it_cannot_hold() -> None:
         replace(declared(None), sources=untimed, history=HistorySpec())
     summed = replace(declared(), options={**OPTIONS, "fields.amount.aggregate-function": "sum"})
     assert "tracked column amount has the aggregate function sum" in (history_problem(summed) or "")
+
+
+# ------------------------------------------------------------------------------------------ declared
+@pytest.fixture
+def folder() -> Iterator[DefsFolderSandbox]:
+    with create_defs_folder_sandbox() as sandbox:
+        yield sandbox
+
+
+def ts(text: str) -> datetime:
+    return datetime.fromisoformat(f"2025-01-05 {text}:00")
+
+
+# By hand from the scaffold's sample files: (customer, name, points, start, end).
+SCAFFOLD_HISTORY = {
+    ("c1", "Ada", None, ts("09:00"), ts("09:30")),
+    ("c1", "Ada", 10, ts("09:30"), ts("10:00")),
+    ("c1", "Ada Lovelace", 10, ts("10:00"), ts("11:00")),
+    ("c1", "Ada Lovelace", 25, ts("11:00"), None),
+    ("c2", "Grace", None, ts("09:01"), ts("09:31")),
+    ("c2", "Grace", 5, ts("09:31"), ts("12:00")),
+    ("c2", "Grace", None, ts("12:00"), None),
+}
+
+
+def test_a_declared_history_is_an_asset_with_its_checks(
+    spark: Any, folder: DefsFolderSandbox, tmp_path: Path
+) -> None:
+    path, doc = scaffold(folder)
+    doc["attributes"]["history"] = {"track_except": ["profile_ts", "points_ts"]}
+    deployment = lake(spark, folder, build(folder, path, doc), tmp_path)
+    assert dg.AssetKey(["my_table", "my_table_history"]) in {a.key for a in deployment.defs.assets}
+    result = deployment.run()
+    assert result.success
+    history = {
+        tuple(r)
+        for r in spark.read.format("delta").load(deployment.path("my_table/my_table_history")).collect()
+    }
+    assert history == SCAFFOLD_HISTORY
+    passed = {name: e.passed for name, e in evaluations(result).items()}
+    assert passed[NO_OVERLAP_CHECK] and passed[OPEN_EQUALS_TABLE_CHECK]
+    DeltaTable(deployment.path("my_table/my_table")).update(
+        predicate="customer_id = 'c1'", updates={"points": "26"}
+    )
+    checks = dg.AssetSelection.checks_for_assets(dg.AssetKey(["my_table", "my_table_history"]))
+    verdict = evaluations(deployment.run(checks))[OPEN_EQUALS_TABLE_CHECK]
+    assert not verdict.passed
+    assert verdict.metadata["examples"].value == ["customer_id='c1': points table=26 expected=25"]
+
+
+@pytest.mark.parametrize(
+    ("history", "message"),
+    [
+        ({"trak": ["name"]}, "history has no field 'trak' (did you mean 'track'?)"),
+        ({"track": ["nmae"]}, "table my_table: history: track names 'nmae', which is not a value column"),
+        ({"track": ["name"], "track_except": ["points"]}, "not both"),
+    ],
+)
+def test_a_bad_history_declaration_fails_loading(
+    folder: DefsFolderSandbox, history: dict[str, Any], message: str
+) -> None:
+    path, doc = scaffold(folder)
+    doc["attributes"]["history"] = history
+    with pytest.raises(Exception) as raised:
+        build(folder, path, doc)
+    assert message in messages(raised.value)
