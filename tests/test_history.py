@@ -9,6 +9,7 @@ whenever the tracked columns' values change (docs/semantics.md section 7). It sh
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime
@@ -19,11 +20,16 @@ import dagster as dg
 import pytest
 from dagster.components.testing import DefsFolderSandbox, create_defs_folder_sandbox
 from deltalake import DeltaTable
+from engine import spark_resource
 from pyspark.sql import functions as F
 from test_component import build, evaluations, lake, messages, scaffold
 from test_run_order import COLUMNS, OPTIONS, ORDERS, PAYMENTS, spec
 
-from wide_assets.pipelines import WideTableSpec
+from bench.product_360_oracle import SOURCES, records
+from demos import declared_defs
+from demos.generate import generate
+from resources import LakeSettings
+from wide_assets.pipelines import LandingZone, WideTableSpec
 from wide_assets.pipelines.apply import apply_sources, open_wide_table
 from wide_assets.pipelines.checks import keyed_diff
 from wide_assets.pipelines.declarations import HistorySpec
@@ -96,17 +102,21 @@ def oracle(runs: list[dict[str, list[Record]]]) -> set[tuple[Any, ...]]:
             row = {**(row or {"status": None}), "amount": value if kind in ("+I", "+U") else None}
         rows[order] = row
         states.setdefault(order, {})[minute] = None if row is None else (row["status"], row["amount"])
+    return {(*i[:-2], at(i[-2]), at(i[-1])) for i in intervals_of(states)}
+
+
+def intervals_of(states: dict[Any, dict[Any, tuple[Any, ...] | None]]) -> set[tuple[Any, ...]]:
+    """(key, *state, start, end) of each run of one state of a key while its row exists, from each key's
+    state after every time (None: no row)."""
     intervals = set()
-    for order, by_minute in states.items():
-        changes = []
-        previous: tuple[Any, ...] | None = None
-        for minute in sorted(by_minute):
-            if by_minute[minute] != previous:
-                changes.append((minute, by_minute[minute]))
-                previous = by_minute[minute]
+    for key, by_time in states.items():
+        changes: list[tuple[Any, tuple[Any, ...] | None]] = []
+        for time in sorted(by_time):
+            if by_time[time] != (changes[-1][1] if changes else None):
+                changes.append((time, by_time[time]))
         for (start, state), following in zip(changes, [*changes[1:], (None, None)], strict=True):
             if state is not None:
-                intervals.add((order, *state, at(start), at(following[0])))
+                intervals.add((key, *state, start, following[0]))
     return intervals
 
 
@@ -331,3 +341,75 @@ def test_a_bad_history_declaration_fails_loading(
     with pytest.raises(Exception) as raised:
         build(folder, path, doc)
     assert message in messages(raised.value)
+
+
+# ------------------------------------------------------------------------------------------ product_360
+# Its tracked columns, per source that feeds them; reviews and questions only make the row exist.
+PRODUCT_360_TRACKED = {
+    "catalog": ("product_name", "brand"),
+    "pricing": ("price", "sale_ends"),
+    "lifecycle": ("discontinue_date",),
+}
+
+
+PRODUCT_360_COLUMNS = ("product_id", *(c for tracked in PRODUCT_360_TRACKED.values() for c in tracked))
+
+
+def product_360_oracle(landing: Path) -> set[tuple[Any, ...]]:
+    """(product, name, brand, price, sale end, discontinuation, start ms, end ms) of every interval: the
+    fold of the module doc over the landed records (a catalog delete removes the product)."""
+    events = []  # (op time ms, source, arrival, kind, fields)
+    for source in SOURCES:
+        events += [
+            (ms, source, arrival, kind, fields)
+            for arrival, (kind, ms, fields) in enumerate(records(landing, source))
+        ]
+    columns = [c for tracked in PRODUCT_360_TRACKED.values() for c in tracked]
+    rows: dict[int, dict[str, Any] | None] = {}
+    states: dict[int, dict[int, tuple[Any, ...] | None]] = {}
+    for ms, source, _, kind, fields in sorted(events, key=lambda e: (e[0], e[1], e[2])):
+        product, row = fields["product_id"], rows.get(fields["product_id"])
+        if source == "catalog" and kind == "-D":
+            row = None
+        elif source in PRODUCT_360_TRACKED:
+            if row is not None or kind in ("+I", "+U"):
+                live = kind in ("+I", "+U")
+                row = {
+                    **(row or dict.fromkeys(columns)),
+                    **{c: fields.get(c) if live else None for c in PRODUCT_360_TRACKED[source]},
+                }
+        else:
+            row = row or dict.fromkeys(columns)
+        rows[product] = row
+        states.setdefault(product, {})[ms] = None if row is None else tuple(row[c] for c in columns)
+    return intervals_of(states)
+
+
+def test_product_360_keeps_its_history_over_late_and_deleted_products(spark: Any, tmp_path: Path) -> None:
+    generated = tmp_path / "generated" / "landing"
+    generate(30, 300, seed=5, out=generated, late_share=0.3, delete_share=0.1, files=3, quiet=True)
+    defs = declared_defs("product_360")
+    landing, lake_root = tmp_path / "data", tmp_path / "lake"
+    resources = {
+        "spark": spark_resource(),
+        "lake": LakeSettings(root=str(lake_root)),
+        "landing": LandingZone(root=str(landing)),
+    }
+    instance = dg.DagsterInstance.ephemeral()
+    history = lake_root / "product_360" / "product_360_history"
+    for batch in range(3):
+        for source in SOURCES:
+            (landing / "landing" / source).mkdir(parents=True, exist_ok=True)
+            name = f"{source}_{batch:03d}.jsonl"
+            shutil.copy(generated / source / name, landing / "landing" / source / name)
+        result = dg.materialize(
+            [*defs.assets, *defs.asset_checks], instance=instance, resources=resources, raise_on_error=False
+        )
+        checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+        assert result.success and checks[NO_OVERLAP_CHECK] and checks[OPEN_EQUALS_TABLE_CHECK], batch
+        rows = (
+            spark.read.format("delta")
+            .load(str(history))
+            .selectExpr(*PRODUCT_360_COLUMNS, "unix_millis(__START_AT)", "unix_millis(__END_AT)")
+        )
+        assert {tuple(r) for r in rows.collect()} == product_360_oracle(landing), batch

@@ -295,16 +295,16 @@ class WideTableSpec(LakeTableSpec):
                     f"{owner}: source {source.name} has no op_time; the history orders every source's records "
                     "by op time and starts each interval at one, so declare it."
                 )
-            if source.transform is not None:
+            computed = [
+                c
+                for c in history.tracked(self.value_columns)
+                if c in source.feeds.values() and (source.transform or source.aggregates)
+            ]
+            if computed:
                 raise ValueError(
-                    f"{owner}: source {source.name} has a transform; the history folds records that feed "
-                    "columns one to one."
-                )
-            aggregated = [c for c in history.tracked(self.value_columns) if c in source.aggregates]
-            if aggregated:
-                raise ValueError(
-                    f"{owner}: tracked columns {aggregated} are aggregates of source {source.name}'s rows; "
-                    "leave them out (track_except)."
+                    f"{owner}: tracked columns {computed} are computed from source {source.name}'s rows "
+                    "(a transform or aggregates), not fed one to one by its records; leave them out "
+                    "(track_except)."
                 )
         types = {s.name: dict(s.columns)[s.op_time].strip().lower() for s in self.sources if s.op_time}
         if len(set(types.values())) > 1:

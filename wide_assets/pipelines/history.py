@@ -4,8 +4,9 @@ make, the asset keeping the history in step with the table's commits, and its bl
 Every source record the table applied is one event at its op time (`wide_assets.table.history`): it
 sets the tracked columns its source feeds (NULL for a retraction, except a fed op-time column, which
 keeps the retraction's time, as a sequence group does: P10), a `-D` of a `remove-row` source removes
-the row, and a `-D` of an `ignore` source is no event. A record whose op time is NULL touches nothing
-(P6) and is no event either. docs/semantics.md section 7 states the rules with an example.
+the row, and a retraction of an `ignore` source is no event; a record of a source whose columns are
+computed from its rows (a transform, aggregates) sets no tracked column but writes the row. A record
+whose op time is NULL touches nothing (P6) and is no event either. docs/semantics.md section 7 states the rules with an example.
 """
 
 from __future__ import annotations
@@ -104,11 +105,14 @@ def _events_of(spec: WideTableSpec, source: SourceSpec) -> str:
                 else f"CASE WHEN {LIVE} THEN {quote(fed[column])} END"
             )
         values.append(f"{value} AS _v{index}, {'true' if column in fed else 'false'} AS _sets{index}")
-    removes = "_row_kind = '-D'" if source.deletes == "remove-row" and not source.aggregates else "false"
-    kept = f"{op_time} IS NOT NULL" + (f" AND {LIVE}" if source.deletes == "ignore" else "")
+    # A source computed from its rows (a transform, aggregates) writes the row with every record.
+    computed = source.transform is not None or bool(source.aggregates)
+    live = "true" if computed else LIVE
+    removes = "_row_kind = '-D'" if source.deletes == "remove-row" and not computed else "false"
+    kept = f"{op_time} IS NOT NULL" + (f" AND {LIVE}" if source.deletes == "ignore" and not computed else "")
     return (
         f"SELECT {keys}, CAST({op_time} AS {spec.history_validity_type}) AS _time, "
-        f"{string_literal(source.name)} AS _source, _offset, _commit, {LIVE} AS _live, {removes} AS _removes, "
+        f"{string_literal(source.name)} AS _source, _offset, _commit, {live} AS _live, {removes} AS _removes, "
         f"{', '.join(values)} FROM {{r}} WHERE {kept}"
     )
 
