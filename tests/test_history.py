@@ -239,6 +239,29 @@ def test_a_concurrent_run_that_committed_first_is_not_applied_again(spark: Any, 
     assert pipeline.intervals() == oracle(RUNS)
 
 
+def test_a_record_older_than_a_delete_landed_after_it_differs_from_the_table(
+    spark: Any, tmp_path: Path
+) -> None:
+    """H9: the table brings order 4 back with the late payment (P11); its history ends at the delete."""
+    runs: list[dict[str, list[Record]]] = [
+        {"orders": [("+I", 4, "new", 1), ("-D", 4, "new", 5)], "payments": []},
+        {"orders": [], "payments": [("+I", 4, 3, 3)]},
+    ]
+    pipeline = Pipeline(spark, tmp_path)
+    for run in runs:
+        pipeline.apply(run)
+    pipeline.maintain()
+    assert (
+        pipeline.intervals() == oracle(runs) == {(4, "new", None, at(1), at(3)), (4, "new", 3, at(3), at(5))}
+    )
+    assert [tuple(r) for r in pipeline.table.read().select("order_id", "status", "amount").collect()] == [
+        (4, None, 3)
+    ]
+    current = pipeline.history.rows().where("__END_AT IS NULL")
+    diff = keyed_diff(spark, pipeline.table.read(), current, ("order_id",), TRACKED)
+    assert (diff.passed, diff.unexpected, diff.examples) == (False, 1, ("unexpected row order_id=4",))
+
+
 def test_the_checks_fail_an_overlap_and_a_table_changed_behind_the_history(
     spark: Any, tmp_path: Path
 ) -> None:
