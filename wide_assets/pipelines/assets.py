@@ -364,7 +364,7 @@ def wide_table_defs(
         generated.extend(source_health_checks(spec, spec.sources, source_health))
     history = []
     if spec.history is not None:
-        from wide_assets.pipelines.history import history_asset, history_checks
+        from wide_assets.pipelines.history import history_asset, history_checks  # builds on this module
 
         history = [history_asset(spec, pool)]
         generated.extend(history_checks(spec))
