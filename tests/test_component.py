@@ -36,7 +36,7 @@ VENV_BIN = Path(sys.executable).parent
 # What the four demos define. Renamed from the Python declarations: first_customer_touch's
 # `first_touch_matches_source` is the generated `converges_to_source_join` (the same first-row
 # oracle, now every table's), and `first_touch_never_changes` the declared `rows_never_change`;
-# user_rec_wide gained its convergence check.
+# user_rec_wide gained its convergence check, product_360 its history table (SCD type 2) and its checks.
 ASSETS = {
     "first_touch/customer_events",
     "first_touch/first_customer_touch",
@@ -52,6 +52,7 @@ ASSETS = {
     "product_360/pricing",
     "product_360/product_360",
     "product_360/product_360_changelog_debezium",
+    "product_360/product_360_history",
     "product_360/questions",
     "product_360/reviews",
     "product_reviews/product_review_averages",
@@ -76,6 +77,8 @@ CHECKS = {
     "product_360/product_360:converges_to_source_join",
     "product_360/product_360:file_count_health",
     "product_360/product_360:primary_key_unique_not_null",
+    "product_360/product_360_history:intervals_never_overlap",
+    "product_360/product_360_history:open_interval_equals_table_row",
     "product_reviews/product_review_averages:primary_key_unique_not_null",
     "product_reviews/product_review_stats:primary_key_unique_not_null",
     "product_reviews/product_review_stats:reviews_applied_once",

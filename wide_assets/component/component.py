@@ -18,6 +18,7 @@ from wide_assets.component.declaration import (
     AutomationDeclaration,
     ChecksDeclaration,
     CompactionDeclaration,
+    HistoryDeclaration,
     SourceDeclaration,
     TableDeclaration,
     table_spec,
@@ -39,7 +40,8 @@ class WideTableComponent(dg.Component, dg.Resolvable, dg.Model):
     Builds: one ingest asset per source (`<group>/<source>`: landed files -> an append-only Delta
     change table, each file once), the table's asset (`<group>/<table>`: each source's new records
     as one exactly-once commit, merged the Paimon/Fluss way its options say), the blocking
-    `primary_key_unique_not_null` and `converges_to_source_join` checks, the job `<table>_job`, an
+    `primary_key_unique_not_null` and `converges_to_source_join` checks, optionally a history table
+    (`<group>/<table>_history`, SCD type 2) with its checks, the job `<table>_job`, an
     hourly schedule, a new-data sensor, and for write-only tables a compaction job. It brings its
     `spark`, `lake` and `landing` resources: the embedded Sail engine, `<project root>/lake` and
     `<project root>/data` unless `spark`, `lake` and `landing` say otherwise.
@@ -88,6 +90,12 @@ class WideTableComponent(dg.Component, dg.Resolvable, dg.Model):
         list[SourceDeclaration],
         Field(description="Its sources, applied in this order on every run."),
     ]
+    history: Annotated[
+        HistoryDeclaration | None,
+        Field(
+            description="A history table (SCD type 2) of its tracked columns, with its checks; omit for none."
+        ),
+    ] = None
     checks: Annotated[ChecksDeclaration, Field(description="Its asset checks.")] = ChecksDeclaration()
     automation: Annotated[
         AutomationDeclaration, Field(description="The schedule and sensors of its job.")
@@ -155,7 +163,7 @@ class WideTableComponent(dg.Component, dg.Resolvable, dg.Model):
     @cached_property
     def spec(self) -> WideTableSpec:
         """The declaration as a `WideTableSpec` (raises `DeclarationProblem` naming what is wrong)."""
-        return table_spec(self.table, self.sources)
+        return table_spec(self.table, self.sources, self.history)
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         spec = self.spec

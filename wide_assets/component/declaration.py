@@ -20,6 +20,7 @@ from pydantic import ConfigDict, Field
 from wide_assets.component.refusal import DeclarationProblem
 from wide_assets.errors import did_you_mean
 from wide_assets.pipelines import CompactionPolicy, SourceSpec, WideTableSpec
+from wide_assets.pipelines.declarations import HistorySpec
 from wide_assets.pipelines.triggers import HOURLY
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "ChecksDeclaration",
     "CompactionDeclaration",
     "Declaration",
+    "HistoryDeclaration",
     "SourceDeclaration",
     "SourceHealthDeclaration",
     "TableDeclaration",
@@ -269,6 +271,31 @@ class CompactionDeclaration(Declaration):
         )
 
 
+class HistoryDeclaration(Declaration):
+    """A history table (SCD type 2, `<group>/<table>_history`): one row per key per interval in which
+    the tracked columns held one value, from `__START_AT` to `__END_AT` (op times; NULL: open)."""
+
+    track: Annotated[
+        list[str],
+        Field(
+            default_factory=list,
+            description="The value columns whose changes start a new interval (default: all of them).",
+            examples=[["status", "amount"]],
+        ),
+    ]
+    track_except: Annotated[
+        list[str],
+        Field(
+            default_factory=list,
+            description="Or: every value column but these (op-time columns change with every record).",
+            examples=[["status_ts", "amount_ts"]],
+        ),
+    ]
+
+    def spec(self) -> HistorySpec:
+        return HistorySpec(track=tuple(self.track), track_except=tuple(self.track_except))
+
+
 class AutomationDeclaration(Declaration):
     """What starts the table's job (`<table>_job`: ingest every source, then apply them)."""
 
@@ -323,14 +350,19 @@ def _check_options(spec: WideTableSpec, table: TableDeclaration) -> None:
 
 
 def _source_at(error: ValueError, sources: list[SourceDeclaration]) -> tuple[str | int, ...]:
-    """Where in the declaration a table-level refusal points: the source it names, else the table."""
+    """Where in the declaration a table-level refusal points: the history or the source it names, else
+    the table."""
+    if ": history: " in str(error):
+        return ("history",)
     for index, source in enumerate(sources):
         if str(error).startswith(f"source {source.name}:"):
             return ("sources", index, "feeds") if "it feeds" in str(error) else ("sources", index)
     return ("table",)
 
 
-def table_spec(table: TableDeclaration, sources: list[SourceDeclaration]) -> WideTableSpec:
+def table_spec(
+    table: TableDeclaration, sources: list[SourceDeclaration], history: HistoryDeclaration | None = None
+) -> WideTableSpec:
     """The declaration as a `WideTableSpec`, validated: raises `DeclarationProblem` naming what is wrong
     and the field at fault."""
     try:
@@ -338,6 +370,10 @@ def table_spec(table: TableDeclaration, sources: list[SourceDeclaration]) -> Wid
     except ValueError as error:
         where = ("table", "ddl") if table.ddl is not None else ("table",)
         raise DeclarationProblem(f"table {table.name or '(unnamed)'}: {error}", where) from error
+    try:
+        kept = history.spec() if history is not None else None
+    except ValueError as error:
+        raise DeclarationProblem(f"table {name}: {error}", ("history",)) from error
     declared = []
     for index, source in enumerate(sources):
         try:
@@ -353,8 +389,20 @@ def table_spec(table: TableDeclaration, sources: list[SourceDeclaration]) -> Wid
             primary_key=primary_key,
             options=options,
             sources=tuple(declared),
+            history=kept,
         )
     except ValueError as error:
         raise DeclarationProblem(str(error), _source_at(error, sources)) from error
     _check_options(spec, table)
+    if spec.history is not None:
+        _check_history(spec)
     return spec
+
+
+def _check_history(spec: WideTableSpec) -> None:
+    """Refuse a history the table's merge would not agree with, at the declaration's `history`."""
+    from wide_assets.pipelines.history import history_problem
+
+    problem = history_problem(spec)
+    if problem:
+        raise DeclarationProblem(f"table {spec.name}: no history can be kept: {problem}.", ("history",))

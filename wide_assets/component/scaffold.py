@@ -73,6 +73,10 @@ attributes:
     convergence: true
     # source_health: {{max_lag_hours: 24}}  # warnings: freshness, schema drift, quarantine growth
 
+  # A history table ({table}_history, SCD type 2): one row per customer per interval in which
+  # its tracked columns held one value, from __START_AT to __END_AT (op times; NULL: open).
+  # history: {{track_except: [profile_ts, points_ts]}}
+
   automation:
     schedule: "0 * * * *"  # cron of {table}_job; null for none
     sensor: table  # new-data sensor: table, per-source or none

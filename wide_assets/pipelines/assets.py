@@ -295,11 +295,17 @@ def pipeline_job(name: str, keys: Sequence[dg.AssetKey], description: str) -> "U
 
 
 def wide_table_job(spec: WideTableSpec) -> "UnresolvedAssetJobDefinition":
-    """The job that ingests every source, then applies them to the wide table and checks it."""
+    """The job that ingests every source, then applies them to the wide table (and its history) and
+    checks it."""
+    # Imported here: the history's asset module builds on this one.
+    from wide_assets.pipelines.history import history_key
+
+    history = [history_key(spec)] if spec.history is not None else []
     return pipeline_job(
         f"{spec.name}_job",
-        [asset_key(spec, s.name) for s in spec.sources] + [asset_key(spec, spec.name)],
-        f"Ingest {', '.join(s.name for s in spec.sources)} and apply them to {spec.name}.",
+        [asset_key(spec, s.name) for s in spec.sources] + [asset_key(spec, spec.name), *history],
+        f"Ingest {', '.join(s.name for s in spec.sources)} and apply them to {spec.name}"
+        + (", then to its history." if history else "."),
     )
 
 
@@ -325,7 +331,8 @@ def wide_table_defs(
     blocking primary-key check (`key_check`) and convergence check (`convergence`, see
     `convergence.py`), a check that rows never change once written (`rows_never_change`, for
     first-row tables and dictionaries), freshness (`source_health`: the largest lag), schema-drift and
-    quarantine-growth warnings, plus `checks`; the job; a schedule on `schedule` (cron, None for
+    quarantine-growth warnings, plus `checks`; the history table's asset and checks when `spec`
+    declares one (`history.py`); the job; a schedule on `schedule` (cron, None for
     none); a new-data sensor for the table or one per source's landing folder (`sensor`); optionally
     a run-failure sensor; and `maintenance_defs(spec, compaction, export_encoding)`, which a
     write-only table needs (its default policy when `compaction` is None).
@@ -355,10 +362,17 @@ def wide_table_defs(
         )
     if source_health is not None:
         generated.extend(source_health_checks(spec, spec.sources, source_health))
+    history = []
+    if spec.history is not None:
+        from wide_assets.pipelines.history import history_asset, history_checks  # builds on this module
+
+        history = [history_asset(spec, pool)]
+        generated.extend(history_checks(spec))
     table = dg.Definitions(
         assets=[
             *(source_asset(spec, s, pool) for s in spec.sources),
             wide_table_asset(spec, automation_condition, pool),
+            *history,
         ],
         asset_checks=[*generated, *checks],
         jobs=[job],

@@ -20,6 +20,7 @@ __all__ = [
     "FORMATS",
     "JSON_FORMATS",
     "ROW_KINDS",
+    "HistorySpec",
     "LakeTableSpec",
     "SourceSpec",
     "WideTableSpec",
@@ -208,12 +209,34 @@ class LakeTableSpec:
 
 
 @dataclass(frozen=True)
+class HistorySpec:
+    """A history table (SCD type 2) kept beside a wide table: the value columns whose changes start a
+    new interval, named (`track`) or all but some (`track_except`; neither: every value column)."""
+
+    track: tuple[str, ...] = ()
+    track_except: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.track and self.track_except:
+            raise ValueError(
+                "history: name the tracked columns (track) or the untracked ones (track_except), not both."
+            )
+
+    def tracked(self, value_columns: tuple[str, ...]) -> tuple[str, ...]:
+        """The tracked columns, in table order."""
+        if self.track:
+            return tuple(c for c in value_columns if c in self.track)
+        return tuple(c for c in value_columns if c not in self.track_except)
+
+
+@dataclass(frozen=True)
 class WideTableSpec(LakeTableSpec):
     """A wide table and the sources feeding its columns one to one; a run merges their records in op-time
     order across sources (see `run_order`), whatever order they are listed in."""
 
     # Keyword-only, so it may follow the base class's defaulted `options`.
     sources: tuple[SourceSpec, ...] = field(kw_only=True)
+    history: HistorySpec | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -237,6 +260,8 @@ class WideTableSpec(LakeTableSpec):
                     f"{self.name} {list(self.value_columns)}{did_you_mean(targets[0], self.value_columns)}."
                 )
         self._check_op_time_families()
+        if self.history is not None:
+            self._check_history(self.history)
 
     def _check_op_time_families(self) -> None:
         families = {
@@ -249,6 +274,50 @@ class WideTableSpec(LakeTableSpec):
                 f"table {self.name}: its sources' op times are of different kinds ({families}); a run merges "
                 "the sources' records by op time, so declare them all dates/timestamps or all numbers."
             )
+
+    def _check_history(self, history: HistorySpec) -> None:
+        """The history folds every source's records by op time into the tracked columns' values."""
+        owner = f"table {self.name}: history"
+        for option, names in (("track", history.track), ("track_except", history.track_except)):
+            for name in names:
+                if name not in self.value_columns:
+                    raise ValueError(
+                        f"{owner}: {option} names {name!r}, which is not a value column of the table "
+                        f"{list(self.value_columns)}{did_you_mean(name, self.value_columns)}."
+                    )
+        if not history.tracked(self.value_columns):
+            raise ValueError(
+                f"{owner}: no column is tracked; track_except leaves none of {list(self.value_columns)}."
+            )
+        for source in self.sources:
+            if source.op_time is None:
+                raise ValueError(
+                    f"{owner}: source {source.name} has no op_time; the history orders every source's records "
+                    "by op time and starts each interval at one, so declare it."
+                )
+            computed = [
+                c
+                for c in history.tracked(self.value_columns)
+                if c in source.feeds.values() and (source.transform or source.aggregates)
+            ]
+            if computed:
+                raise ValueError(
+                    f"{owner}: tracked columns {computed} are computed from source {source.name}'s rows "
+                    "(a transform or aggregates), not fed one to one by its records; leave them out "
+                    "(track_except)."
+                )
+        types = {s.name: dict(s.columns)[s.op_time].strip().lower() for s in self.sources if s.op_time}
+        if len(set(types.values())) > 1:
+            raise ValueError(
+                f"{owner}: its validity columns are typed like the sources' op times, which differ ({types}); "
+                "declare them all of one type."
+            )
+
+    @property
+    def history_validity_type(self) -> str:
+        """The type of the history's `__START_AT`/`__END_AT`: the sources' op time's."""
+        source = self.sources[0]
+        return dict(source.columns)[source.op_time or ""]
 
     def column_map(self, source: SourceSpec) -> dict[str, str]:
         """Source column -> wide column for everything `source` writes: its key first, then its feeds."""
