@@ -165,6 +165,34 @@ def test_nested_update_as_paimons_field_aggregator_test(engine: tuple[Any, Facto
         assert [sorted(tuple(r) for r in column) for column in got] == [sorted(w) for w in want]
 
 
+def test_nested_partial_update_as_paimons_field_aggregator_test(engine: tuple[Any, Factory]) -> None:
+    """FieldAggregatorTest.testFieldNestedPartialUpdateAgg's inputs and expected rows step by step (any
+    order, as upstream compares them), then a batch of two rows of one new key merged field by field."""
+    spark, make = engine
+    row = "struct<k:int,v1:int,v2:string>"
+    table = make(
+        [("id", "int"), ("n", f"array<{row}>")],
+        ["id"],
+        {
+            "merge-engine": "aggregation",
+            "fields.n.aggregate-function": "nested_partial_update",
+            "fields.n.nested-key": "k",
+        },
+    )
+    steps = [
+        ([(0, 0, None)], [(0, 0, None)]),
+        ([(0, None, "A")], [(0, 0, "A")]),
+        ([(0, 1, "B")], [(0, 1, "B")]),
+        ([(1, 2, "C")], [(0, 1, "B"), (1, 2, "C")]),
+        ([(None, 0, "D")], [(0, 1, "B"), (1, 2, "C"), (None, 0, "D")]),
+        ([(2, 5, None), None, (2, None, "E")], [(0, 1, "B"), (1, 2, "C"), (None, 0, "D"), (2, 5, "E")]),
+    ]
+    for written, expected in steps:
+        table.write(spark.createDataFrame([(1, written)], f"id int, n array<{row}>"))
+        [(_, got)] = rows(table)
+        assert sorted((tuple(r) for r in got), key=repr) == sorted(expected, key=repr)
+
+
 def test_merge_map_with_keytime_as_paimons_field_aggregator_test(engine: tuple[Any, Factory]) -> None:
     """FieldAggregatorTest.testFieldMergeMapWithKeyTimeAgg's maps and expected entries, then a NULL ROW
     (removes its key) and a ROW without a time (skipped), as FieldMergeMapWithKeyTimeAgg reads them."""

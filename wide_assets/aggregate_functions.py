@@ -446,6 +446,19 @@ class NestedUpdate(Aggregator):
         if not column.type.replace(" ", "").startswith("array<struct<"):
             raise InvalidOptionError(self.paimon_type_error.format(type=type_name(column, dialect)))
 
+    def check_options(self, function: FieldFunction, column: Column) -> None:
+        names = [name for name, _ in element_fields(column)]
+        for option, fields in (
+            ("nested-key", function.nested_key),
+            ("nested-sequence-field", function.nested_sequence),
+        ):
+            for field in fields:
+                if field not in names:  # Paimon fails building its projection, without a message
+                    raise InvalidOptionError(
+                        f"Option 'fields.{column.name}.{option}' names '{field}', which is not a field of "
+                        f"the rows of column '{column.name}': {java_list(names)}."
+                    )
+
     @staticmethod
     def _non_null(array: str) -> str:
         return f"filter({array}, nu_x -> nu_x IS NOT NULL)"
@@ -489,11 +502,60 @@ class NestedUpdate(Aggregator):
         merged = f"aggregate({self._non_null(x.inp)}, {kept}, (nu_m, nu_e) -> {put(True)})"
         return f"(CASE WHEN {x.inp} IS NULL THEN {x.acc} ELSE {merged} END)"
 
-    def retract(self, x: Operands) -> str:
+    def retract(self, x: Operands) -> str | None:
         key = x.function.nested_key
         same = f"{self._key('nu_y', key)} <=> {self._key('nu_r', key)}" if key else "nu_y <=> nu_r"
         kept = f"filter({self._non_null(x.acc)}, nu_y -> NOT exists({x.inp}, nu_r -> nu_r IS NOT NULL AND {same}))"
         return f"(CASE WHEN {x.acc} IS NULL OR {x.inp} IS NULL THEN {x.acc} ELSE {kept} END)"
+
+
+class NestedPartialUpdate(NestedUpdate):
+    """Paimon `nested_partial_update` (FieldNestedPartialUpdateAgg) on ARRAY<STRUCT> with a required
+    `nested-key`: the stored rows, then the input's, are grouped by key, and each field of a key's row
+    is the last non-NULL value its rows hold (a partial update inside the array). Paimon returns its
+    HashMap's order; here keys keep their first appearance. Retraction is not supported."""
+
+    name = "nested_partial_update"
+
+    def check_options(self, function: FieldFunction, column: Column) -> None:
+        if not function.nested_key:  # Paimon's `checkArgument(!nestedKey.isEmpty())` has no message
+            raise InvalidOptionError(
+                f"Function 'nested_partial_update' of column '{column.name}' needs the nested key its rows "
+                f"are merged by: set 'fields.{column.name}.nested-key' to the row fields forming it."
+            )
+        super().check_options(function, column)
+
+    def agg(self, x: Operands) -> str:
+        fields = [name for name, _ in element_fields(x.column)]
+        empty = f"CAST(array() AS {x.column.type})"
+        rows = f"concat({self._non_null(f'coalesce({x.acc}, {empty})')}, {self._non_null(x.inp)})"
+        key = x.function.nested_key
+        updated = (
+            "named_struct("
+            + ", ".join(f"{string_literal(f)}, coalesce(np_r.{quote(f)}, np_a.{quote(f)})" for f in fields)
+            + ")"
+        )
+        of_key = f"filter({rows}, np_r -> {self._key('np_r', key)} <=> np_k)"
+        merged = (
+            f"transform(array_distinct(transform({rows}, np_r -> {self._key('np_r', key)})), "
+            f"np_k -> aggregate({of_key}, CAST(NULL AS {element_type(x.column)}), "
+            f"(np_a, np_r) -> {updated}))"
+        )
+        return f"(CASE WHEN {x.inp} IS NULL THEN {x.acc} ELSE {merged} END)"
+
+    def retract(self, x: Operands) -> str | None:
+        return None
+
+
+def element_type(column: Column) -> str:
+    """The element type of an ARRAY column ("" for any other type)."""
+    parts = nested_parts(column.type)
+    return parts[1][0] if parts is not None and parts[0] == "array" else ""
+
+
+def element_fields(column: Column) -> list[tuple[str, str]]:
+    """The fields of an ARRAY<STRUCT> column's rows; none for any other type."""
+    return struct_fields(element_type(column)) or []
 
 
 def struct_fields(type_text: str) -> list[tuple[str, str]] | None:
@@ -652,6 +714,7 @@ PAIMON_FUNCTIONS: dict[str, Aggregator] = {
     "collect": Collect(),
     "merge_map": MergeMap(),
     "nested_update": NestedUpdate(),
+    "nested_partial_update": NestedPartialUpdate(),
     "merge_map_with_keytime": MergeMapWithKeyTime(),
 }
 
