@@ -430,13 +430,19 @@ class Collect(Aggregator):
         return f"(CASE WHEN {x.acc} IS NULL OR {x.inp} IS NULL THEN {x.acc} ELSE transform({kept}, t -> t.e) END)"
 
 
+# Paimon's CoreOptions.NestedKeyNullStrategy values, and the error of its ERROR strategy.
+NESTED_KEY_NULL_STRATEGIES = ("merge", "ignore", "error")
+NESTED_KEY_NULL = "Nested key contains null values. Primary key fields must not be null."
+
+
 class NestedUpdate(Aggregator):
     """Paimon `nested_update` (FieldNestedUpdateAgg) on ARRAY<STRUCT>: without `nested-key` the input's
     non-NULL rows are appended while fewer than `count-limit`; with it, a row replaces the row of its
     key (only when not older by `nested-sequence-field`, NULLs first) and a new key is added while the
     array holds fewer than `count-limit` rows. A retraction removes the rows of the retracted keys (or
-    the rows equal to the retracted ones). Paimon keeps keyed rows in a HashMap, so its order is none
-    in particular; here kept rows keep their place and new ones follow in input order."""
+    the rows equal to the retracted ones). A row whose key has a NULL field is merged, dropped or refused
+    (`nested-key-null-strategy`). Paimon keeps keyed rows in a HashMap, so its order is none in
+    particular; here kept rows keep their place and new ones follow in input order."""
 
     name = "nested_update"
     types = ("array",)
@@ -447,6 +453,16 @@ class NestedUpdate(Aggregator):
             raise InvalidOptionError(self.paimon_type_error.format(type=type_name(column, dialect)))
 
     def check_options(self, function: FieldFunction, column: Column) -> None:
+        # FieldNestedUpdateAggFactory.checkOptionDependencies, in its order.
+        for option, configured in (
+            ("nested-key-null-strategy", function.nested_key_nulls is not None),
+            ("nested-sequence-field", bool(function.nested_sequence)),
+        ):
+            if configured and not function.nested_key:
+                raise InvalidOptionError(
+                    f"Option 'fields.<field-name>.{option}' requires 'fields.<field-name>.nested-key' to be "
+                    "configured."
+                )
         names = [name for name, _ in element_fields(column)]
         for option, fields in (
             ("nested-key", function.nested_key),
@@ -462,6 +478,19 @@ class NestedUpdate(Aggregator):
     @staticmethod
     def _non_null(array: str) -> str:
         return f"filter({array}, nu_x -> nu_x IS NOT NULL)"
+
+    def _keyed_rows(self, array: str, fn: FieldFunction) -> str:
+        """The non-NULL rows of `array` as `fields.<f>.nested-key-null-strategy` lets them be merged:
+        all (merge), those whose key has no NULL field (ignore), or all unless one has (error)."""
+        rows = self._non_null(array)
+        null_key = "(" + " OR ".join(f"nk_x.{quote(f)} IS NULL" for f in fn.nested_key) + ")"
+        if fn.nested_key_nulls == "ignore":
+            return f"filter({rows}, nk_x -> NOT {null_key})"
+        if fn.nested_key_nulls == "error":
+            return (
+                f"(CASE WHEN exists({rows}, nk_x -> {null_key}) THEN {fail(NESTED_KEY_NULL)} ELSE {rows} END)"
+            )
+        return rows
 
     @staticmethod
     def _key(row: str, fields: tuple[str, ...]) -> str:
@@ -498,14 +527,18 @@ class NestedUpdate(Aggregator):
             )
 
         empty = f"CAST(array() AS {x.column.type})"
-        kept = f"aggregate({self._non_null(f'coalesce({x.acc}, {empty})')}, {empty}, (nu_m, nu_e) -> {put(False)})"
-        merged = f"aggregate({self._non_null(x.inp)}, {kept}, (nu_m, nu_e) -> {put(True)})"
+        kept = f"aggregate({self._keyed_rows(f'coalesce({x.acc}, {empty})', fn)}, {empty}, (nu_m, nu_e) -> {put(False)})"
+        merged = f"aggregate({self._keyed_rows(x.inp, fn)}, {kept}, (nu_m, nu_e) -> {put(True)})"
         return f"(CASE WHEN {x.inp} IS NULL THEN {x.acc} ELSE {merged} END)"
 
     def retract(self, x: Operands) -> str | None:
-        key = x.function.nested_key
-        same = f"{self._key('nu_y', key)} <=> {self._key('nu_r', key)}" if key else "nu_y <=> nu_r"
-        kept = f"filter({self._non_null(x.acc)}, nu_y -> NOT exists({x.inp}, nu_r -> nu_r IS NOT NULL AND {same}))"
+        fn, key = x.function, x.function.nested_key
+        if key:
+            same = f"{self._key('nu_y', key)} <=> {self._key('nu_r', key)}"
+            acc, retracted = self._keyed_rows(x.acc, fn), self._keyed_rows(x.inp, fn)
+        else:
+            same, acc, retracted = "nu_y <=> nu_r", self._non_null(x.acc), self._non_null(x.inp)
+        kept = f"filter({acc}, nu_y -> NOT exists({retracted}, nu_r -> {same}))"
         return f"(CASE WHEN {x.acc} IS NULL OR {x.inp} IS NULL THEN {x.acc} ELSE {kept} END)"
 
 
@@ -528,8 +561,8 @@ class NestedPartialUpdate(NestedUpdate):
     def agg(self, x: Operands) -> str:
         fields = [name for name, _ in element_fields(x.column)]
         empty = f"CAST(array() AS {x.column.type})"
-        rows = f"concat({self._non_null(f'coalesce({x.acc}, {empty})')}, {self._non_null(x.inp)})"
-        key = x.function.nested_key
+        fn, key = x.function, x.function.nested_key
+        rows = f"concat({self._keyed_rows(f'coalesce({x.acc}, {empty})', fn)}, {self._keyed_rows(x.inp, fn)})"
         updated = (
             "named_struct("
             + ", ".join(f"{string_literal(f)}, coalesce(np_r.{quote(f)}, np_a.{quote(f)})" for f in fields)

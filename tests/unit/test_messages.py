@@ -544,7 +544,7 @@ CASES: list[tuple[str, dict[str, str], str, list[tuple[str, str]] | None, list[s
         {**AGG, "fields.l.aggregate-function": "nested_update", "fields.l.nested-sequence-field": "v"},
         "Option 'fields.<field-name>.nested-sequence-field' requires 'fields.<field-name>.nested-key' to be "
         "configured.",
-        TYPED,
+        [("k", "int"), ("l", "array<struct<k0:int,v:string>>")],
         None,
     ),
     # paimon-core mergetree/compact/aggregate/factory/FieldMergeMapWithKeyTimeAggFactory.java:39-55, 67-73
@@ -560,6 +560,28 @@ CASES: list[tuple[str, dict[str, str], str, list[tuple[str, str]] | None, list[s
         {**AGG, "fields.m.aggregate-function": "merge_map_with_keytime", "fields.m.ts-field": "ts"},
         "Timestamp field 'ts' not found in ROW type for field 'm'. Available fields: [v, t]",
         [("k", "int"), ("m", "map<string,struct<v:string,t:string>>")],
+        None,
+    ),
+    # the same factory, :73-76 (checkOptionDependencies)
+    (
+        "nested-key-null-strategy-needs-key",
+        {**AGG, "fields.l.aggregate-function": "nested_update", "fields.l.nested-key-null-strategy": "merge"},
+        "Option 'fields.<field-name>.nested-key-null-strategy' requires 'fields.<field-name>.nested-key' to be "
+        "configured.",
+        [("k", "int"), ("l", "array<struct<k0:int,v:string>>")],
+        None,
+    ),
+    # paimon-api options/Options.java:116-120 (enums parsed in OptionsUtils.java:103-121, any case)
+    (
+        "nested-key-null-strategy-value",
+        {
+            **AGG,
+            "fields.l.aggregate-function": "nested_update",
+            "fields.l.nested-key": "k0",
+            "fields.l.nested-key-null-strategy": "skip",
+        },
+        "Could not parse value 'skip' for key 'fields.l.nested-key-null-strategy'.",
+        [("k", "int"), ("l", "array<struct<k0:int,v:string>>")],
         None,
     ),
     # paimon-core mergetree/compact/aggregate/factory/FieldNestedPartialUpdateAggFactory.java:55-60
