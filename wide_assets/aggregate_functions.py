@@ -8,6 +8,7 @@ here and registering it under the dialect(s) that name it.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -18,9 +19,10 @@ from wide_assets.decimals import (
     decimal_multiply,
     decimal_subtract,
 )
-from wide_assets.errors import InvalidOptionError
+from wide_assets.errors import ERROR_MARKER, InvalidOptionError
 from wide_assets.java_text import java_list, nested_parts, type_name
 from wide_assets.schema import Column, FieldFunction
+from wide_assets.sketches import SketchKind, union_all
 from wide_assets.sql import Value, fail, quote, string_literal
 
 INTEGRAL = ("tinyint", "smallint", "int", "bigint")
@@ -706,26 +708,82 @@ class RoaringBitmap(Aggregator):
         return f"wide_assets_{self.name}_encode({value})"
 
     def prepare(self, spark: Any) -> None:
-        import pandas as pd
         from pyroaring import BitMap, BitMap64
-        from pyspark.sql.pandas.functions import pandas_udf
 
         bitmap = BitMap if self.bits == 32 else BitMap64
 
-        def decode(values: pd.Series) -> pd.Series:
+        def decode(values: Any) -> Any:
             return values.map(lambda b: None if b is None else list(bitmap.deserialize(bytes(b))))
 
-        def encode(values: pd.Series) -> pd.Series:
+        def encode(values: Any) -> Any:
             return values.map(lambda v: None if v is None else bitmap(list(v)).serialize())
 
-        # pandas_udf reads the hints as objects; this module's postponed annotations are strings.
-        for udf in (decode, encode):
-            udf.__annotations__ = {"values": pd.Series, "return": pd.Series}
+        register_series_function(spark, f"wide_assets_{self.name}_decode", decode, f"array<{self.element}>")
+        register_series_function(spark, f"wide_assets_{self.name}_encode", encode, "binary")
 
-        # Without pandas' type information no overload of pandas_udf matches these Series functions.
-        vectorized: Any = pandas_udf
-        spark.udf.register(f"wide_assets_{self.name}_decode", vectorized(decode, f"array<{self.element}>"))
-        spark.udf.register(f"wide_assets_{self.name}_encode", vectorized(encode, "binary"))
+
+class Sketch(Aggregator):
+    """Paimon `hll_sketch`/`theta_sketch` (FieldHllSketchAgg, FieldThetaSketchAgg): serialized
+    DataSketches HLL or Theta sketches in a BINARY column, merged by Paimon's union (wide_assets.sketches).
+
+    Spark SQL cannot union sketches, so inside the fold a value is the list of sketches still to be
+    merged, in the order Paimon merges them; the list is merged once, on the way out of the fold."""
+
+    types = ("binary",)
+
+    def __init__(self, kind: SketchKind) -> None:
+        self.kind = kind
+        self.name = f"{kind}_sketch"
+        self.paimon_type_error = (
+            f"Data type for {kind} sketch column must be 'VarBinaryType' but was '{{type}}'."
+        )
+
+    def agg(self, x: Operands) -> str:
+        return ignoring_nulls(x, f"concat({x.acc}, {x.inp})")
+
+    def fold_type(self, column: Column) -> str:
+        return "array<binary>"
+
+    def decode(self, value: str, column: Column) -> str:
+        return f"(CASE WHEN {value} IS NULL THEN CAST(NULL AS array<binary>) ELSE array({value}) END)"
+
+    def encode(self, value: str, column: Column) -> str:
+        return f"wide_assets_{self.name}_union({value}, {string_literal(column.name)})"
+
+    def prepare(self, spark: Any) -> None:
+        kind = self.kind
+
+        def merged(sketches: Any, column: str) -> bytes:
+            try:
+                return union_all(kind, [bytes(s) for s in sketches])
+            except (RuntimeError, ValueError) as error:  # what the library raises for other bytes
+                raise ValueError(
+                    f"{ERROR_MARKER}Column {column} ({kind}_sketch) holds a value that is not a serialized "
+                    f"DataSketches {kind.upper()} sketch (datasketches: {error}); write sketches serialized "
+                    "by a DataSketches library (e.g. Java's toCompactByteArray/toByteArray, Python's "
+                    "serialize_compact/serialize)."
+                ) from None
+
+        def union_lists(lists: Any, columns: Any) -> Any:
+            return lists.combine(columns, lambda s, c: None if s is None else merged(s, c))
+
+        register_series_function(spark, f"wide_assets_{self.name}_union", union_lists, "binary")
+
+
+def register_series_function(spark: Any, name: str, function: Callable[..., Any], result_type: str) -> None:
+    """Register `function` (pandas Series in, one per argument, a Series out) as the SQL function `name`."""
+    import inspect
+
+    import pandas as pd
+    from pyspark.sql.pandas.functions import pandas_udf
+
+    # pandas_udf reads the hints as objects; this module's postponed annotations are strings.
+    function.__annotations__ = {p: pd.Series for p in inspect.signature(function).parameters} | {
+        "return": pd.Series
+    }
+    # Without pandas' type information no overload of pandas_udf matches these Series functions.
+    vectorized: Any = pandas_udf
+    spark.udf.register(name, vectorized(function, result_type))
 
 
 PAIMON_FUNCTIONS: dict[str, Aggregator] = {
@@ -744,6 +802,8 @@ PAIMON_FUNCTIONS: dict[str, Aggregator] = {
     "bool_or": BoolOr(),
     "rbm32": RoaringBitmap(32),
     "rbm64": RoaringBitmap(64),
+    "hll_sketch": Sketch("hll"),
+    "theta_sketch": Sketch("theta"),
     "collect": Collect(),
     "merge_map": MergeMap(),
     "nested_update": NestedUpdate(),

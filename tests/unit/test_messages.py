@@ -584,6 +584,17 @@ CASES: list[tuple[str, dict[str, str], str, list[tuple[str, str]] | None, list[s
         [("k", "int"), ("l", "array<struct<k0:int,v:string>>")],
         None,
     ),
+    # paimon-core mergetree/compact/aggregate/factory/Field{Hll,Theta}SketchAggFactory.java:34-37
+    *(
+        (
+            f"{kind}-sketch-type",
+            {**AGG, "fields.n.aggregate-function": f"{kind}_sketch"},
+            f"Data type for {kind} sketch column must be 'VarBinaryType' but was 'INT NOT NULL'.",
+            TYPED,
+            None,
+        )
+        for kind in ("hll", "theta")
+    ),
     # paimon-core mergetree/compact/aggregate/factory/FieldNestedPartialUpdateAggFactory.java:55-60
     (
         "nested-partial-update-type",
