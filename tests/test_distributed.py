@@ -1,5 +1,5 @@
-"""The conformance cases and the product_360 pipeline on Sail's distributed runner and over a separate
-Spark Connect server: the same test modules, run by a child pytest whose environment picks the engine,
+"""The conformance cases, the product_360 pipeline and the merge's refusals (their text) on Sail's
+distributed runner and over a separate Spark Connect server: the same test modules, run by a child pytest whose environment picks the engine,
 exactly as a deployment would set it.
 
 - local-cluster: the embedded engine with `SAIL_MODE=local-cluster` and two workers (driver and
@@ -24,7 +24,7 @@ from servers import sail_server
 pytestmark = [pytest.mark.distributed, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULES = ("tests/test_conformance.py", "tests/test_product_360.py")
+MODULES = ("tests/test_conformance.py", "tests/test_product_360.py", "tests/test_merge_refusals.py")
 WORKERS = 2
 CHILD_TIMEOUT_S = 1800
 # A child is a pytest session of its own: not an xdist worker, not inside the parent's current test.

@@ -165,6 +165,124 @@ def test_nested_update_as_paimons_field_aggregator_test(engine: tuple[Any, Facto
         assert [sorted(tuple(r) for r in column) for column in got] == [sorted(w) for w in want]
 
 
+def test_nested_partial_update_as_paimons_field_aggregator_test(engine: tuple[Any, Factory]) -> None:
+    """FieldAggregatorTest.testFieldNestedPartialUpdateAgg's inputs and expected rows step by step (any
+    order, as upstream compares them), then a batch of two rows of one new key merged field by field."""
+    spark, make = engine
+    row = "struct<k:int,v1:int,v2:string>"
+    table = make(
+        [("id", "int"), ("n", f"array<{row}>")],
+        ["id"],
+        {
+            "merge-engine": "aggregation",
+            "fields.n.aggregate-function": "nested_partial_update",
+            "fields.n.nested-key": "k",
+        },
+    )
+    steps = [
+        ([(0, 0, None)], [(0, 0, None)]),
+        ([(0, None, "A")], [(0, 0, "A")]),
+        ([(0, 1, "B")], [(0, 1, "B")]),
+        ([(1, 2, "C")], [(0, 1, "B"), (1, 2, "C")]),
+        ([(None, 0, "D")], [(0, 1, "B"), (1, 2, "C"), (None, 0, "D")]),
+        ([(2, 5, None), None, (2, None, "E")], [(0, 1, "B"), (1, 2, "C"), (None, 0, "D"), (2, 5, "E")]),
+    ]
+    for written, expected in steps:
+        table.write(spark.createDataFrame([(1, written)], f"id int, n array<{row}>"))
+        [(_, got)] = rows(table)
+        assert unordered(got) == unordered(expected)
+
+
+def unordered(array: Any) -> list[tuple[Any, ...]]:
+    return sorted((tuple(r) for r in array), key=repr)
+
+
+def test_nested_key_null_strategies_as_paimons_field_aggregator_test(engine: tuple[Any, Factory]) -> None:
+    """FieldAggregatorTest's testFieldNestedUpdateAggWithCountLimitWhenNestedKeyNullUse{Merge,Ignore,
+    ThrowError}Strategy (nested_update, nested key k0,k1, sequence field seq, count-limit 3): one column
+    per strategy, their inputs and expected rows; the ERROR column's NULL-key rows are written alone and
+    fail the write with Paimon's message, leaving the table as it was. Then ...RetractApplies
+    NestedKeyNullStrategyToRetractInput: a retracted row with a NULL key field is skipped (IGNORE) or
+    refused (ERROR)."""
+    spark, make = engine
+    row = "struct<k0:int,k1:int,v:string,seq:int>"
+    strategies = ("merge", "ignore", "error")
+    options = {"merge-engine": "aggregation"}
+    for s in strategies:
+        options |= {
+            f"fields.{s}.aggregate-function": "nested_update",
+            f"fields.{s}.nested-key": "k0,k1",
+            f"fields.{s}.nested-sequence-field": "seq",
+            f"fields.{s}.count-limit": "3",
+            f"fields.{s}.nested-key-null-strategy": s.upper() if s == "error" else s,
+        }
+    table = make([("k", "int"), *((s, f"array<{row}>") for s in strategies)], ["k"], options)
+    ddl = f"k int, merge array<{row}>, ignore array<{row}>, error array<{row}>, _row_kind string"
+
+    def write(kind: str, merge: Any, ignore: Any, error: Any) -> None:
+        table.write(spark.createDataFrame([(1, merge, ignore, error, kind)], ddl))
+
+    b, b_updated = (0, 1, "B", 1), (0, 1, "B_updated", 4)
+    null_2, null_null = (None, 2, "NULL_2", 2), (None, None, "NULL_NULL", 3)
+    c, d = (1, 2, "C", 3), (2, 3, "D", 5)
+    for merge, ignore, error in [
+        (b, b, b),
+        (null_2, null_2, None),
+        (null_null, null_null, None),
+        ((1, 2, "C", 5), c, c),
+        (b_updated, b_updated, b_updated),
+        (None, d, d),
+    ]:
+        write("+I", *([r] if r is not None else None for r in (merge, ignore, error)))
+    expected = [
+        unordered([b_updated, null_2, null_null]),
+        unordered([b_updated, c, d]),
+        unordered([b_updated, c, d]),
+    ]
+    [(_, *got)] = rows(table)
+    assert [unordered(column) for column in got] == expected
+    for kind, null_key in (("+I", null_2), ("+I", null_null), ("-U", (0, None, "X", None))):
+        with pytest.raises(MergeError) as raised:
+            write(kind, None, None, [null_key])
+        assert str(raised.value) == "Nested key contains null values. Primary key fields must not be null."
+    write("-U", None, [(0, None, "X", None)], None)
+    [(_, *got)] = rows(table)
+    assert [unordered(column) for column in got] == expected
+
+
+def test_nested_partial_update_null_key_strategies_as_paimons_field_aggregator_test(
+    engine: tuple[Any, Factory],
+) -> None:
+    """FieldAggregatorTest's testFieldNestedPartialUpdateAggWithNestedKeyNullUse{Ignore,ThrowError}Strategy:
+    a NULL-key row is dropped (IGNORE) or fails the write with Paimon's message (ERROR), on a stored
+    array and on the first one."""
+    spark, make = engine
+    row = "struct<k:int,v1:int,v2:string>"
+    options = {"merge-engine": "aggregation"}
+    for s in ("ignore", "error"):
+        options |= {
+            f"fields.{s}.aggregate-function": "nested_partial_update",
+            f"fields.{s}.nested-key": "k",
+            f"fields.{s}.nested-key-null-strategy": s,
+        }
+    table = make([("id", "int"), ("ignore", f"array<{row}>"), ("error", f"array<{row}>")], ["id"], options)
+    ddl = f"id int, ignore array<{row}>, error array<{row}>"
+
+    def write(key: int, ignore: Any, error: Any) -> None:
+        table.write(spark.createDataFrame([(key, ignore, error)], ddl))
+
+    write(1, [(0, 0, None)], [(0, 0, None)])
+    write(1, [(None, None, "A_ignore")], None)
+    write(2, [(None, None, "FirstInput")], None)
+    expected = [(1, [(0, 0, None)], [(0, 0, None)]), (2, [], None)]
+    assert [(k, unordered(i), e and unordered(e)) for k, i, e in rows(table)] == expected
+    for key, null_key in ((1, (None, 0, "A")), (3, (None, None, "FirstInput"))):
+        with pytest.raises(MergeError) as raised:
+            write(key, None, [null_key])
+        assert str(raised.value) == "Nested key contains null values. Primary key fields must not be null."
+    assert [(k, unordered(i), e and unordered(e)) for k, i, e in rows(table)] == expected
+
+
 def test_merge_map_with_keytime_as_paimons_field_aggregator_test(engine: tuple[Any, Factory]) -> None:
     """FieldAggregatorTest.testFieldMergeMapWithKeyTimeAgg's maps and expected entries, then a NULL ROW
     (removes its key) and a ROW without a time (skipped), as FieldMergeMapWithKeyTimeAgg reads them."""

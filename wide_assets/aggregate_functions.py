@@ -8,6 +8,7 @@ here and registering it under the dialect(s) that name it.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -18,9 +19,10 @@ from wide_assets.decimals import (
     decimal_multiply,
     decimal_subtract,
 )
-from wide_assets.errors import InvalidOptionError
+from wide_assets.errors import ERROR_MARKER, InvalidOptionError
 from wide_assets.java_text import java_list, nested_parts, type_name
 from wide_assets.schema import Column, FieldFunction
+from wide_assets.sketches import SketchKind, union_all
 from wide_assets.sql import Value, fail, quote, string_literal
 
 INTEGRAL = ("tinyint", "smallint", "int", "bigint")
@@ -430,13 +432,19 @@ class Collect(Aggregator):
         return f"(CASE WHEN {x.acc} IS NULL OR {x.inp} IS NULL THEN {x.acc} ELSE transform({kept}, t -> t.e) END)"
 
 
+# Paimon's CoreOptions.NestedKeyNullStrategy values, and the error of its ERROR strategy.
+NESTED_KEY_NULL_STRATEGIES = ("merge", "ignore", "error")
+NESTED_KEY_NULL = "Nested key contains null values. Primary key fields must not be null."
+
+
 class NestedUpdate(Aggregator):
     """Paimon `nested_update` (FieldNestedUpdateAgg) on ARRAY<STRUCT>: without `nested-key` the input's
     non-NULL rows are appended while fewer than `count-limit`; with it, a row replaces the row of its
     key (only when not older by `nested-sequence-field`, NULLs first) and a new key is added while the
     array holds fewer than `count-limit` rows. A retraction removes the rows of the retracted keys (or
-    the rows equal to the retracted ones). Paimon keeps keyed rows in a HashMap, so its order is none
-    in particular; here kept rows keep their place and new ones follow in input order."""
+    the rows equal to the retracted ones). A row whose key has a NULL field is merged, dropped or refused
+    (`nested-key-null-strategy`). Paimon keeps keyed rows in a HashMap, so its order is none in
+    particular; here kept rows keep their place and new ones follow in input order."""
 
     name = "nested_update"
     types = ("array",)
@@ -446,9 +454,45 @@ class NestedUpdate(Aggregator):
         if not column.type.replace(" ", "").startswith("array<struct<"):
             raise InvalidOptionError(self.paimon_type_error.format(type=type_name(column, dialect)))
 
+    def check_options(self, function: FieldFunction, column: Column) -> None:
+        # FieldNestedUpdateAggFactory.checkOptionDependencies, in its order.
+        for option, configured in (
+            ("nested-key-null-strategy", function.nested_key_nulls is not None),
+            ("nested-sequence-field", bool(function.nested_sequence)),
+        ):
+            if configured and not function.nested_key:
+                raise InvalidOptionError(
+                    f"Option 'fields.<field-name>.{option}' requires 'fields.<field-name>.nested-key' to be "
+                    "configured."
+                )
+        names = [name for name, _ in element_fields(column)]
+        for option, fields in (
+            ("nested-key", function.nested_key),
+            ("nested-sequence-field", function.nested_sequence),
+        ):
+            for field in fields:
+                if field not in names:  # Paimon fails building its projection, without a message
+                    raise InvalidOptionError(
+                        f"Option 'fields.{column.name}.{option}' names '{field}', which is not a field of "
+                        f"the rows of column '{column.name}': {java_list(names)}."
+                    )
+
     @staticmethod
     def _non_null(array: str) -> str:
         return f"filter({array}, nu_x -> nu_x IS NOT NULL)"
+
+    def _keyed_rows(self, array: str, fn: FieldFunction) -> str:
+        """The non-NULL rows of `array` as `fields.<f>.nested-key-null-strategy` lets them be merged:
+        all (merge), those whose key has no NULL field (ignore), or all unless one has (error)."""
+        rows = self._non_null(array)
+        null_key = "(" + " OR ".join(f"nk_x.{quote(f)} IS NULL" for f in fn.nested_key) + ")"
+        if fn.nested_key_nulls == "ignore":
+            return f"filter({rows}, nk_x -> NOT {null_key})"
+        if fn.nested_key_nulls == "error":
+            return (
+                f"(CASE WHEN exists({rows}, nk_x -> {null_key}) THEN {fail(NESTED_KEY_NULL)} ELSE {rows} END)"
+            )
+        return rows
 
     @staticmethod
     def _key(row: str, fields: tuple[str, ...]) -> str:
@@ -485,15 +529,68 @@ class NestedUpdate(Aggregator):
             )
 
         empty = f"CAST(array() AS {x.column.type})"
-        kept = f"aggregate({self._non_null(f'coalesce({x.acc}, {empty})')}, {empty}, (nu_m, nu_e) -> {put(False)})"
-        merged = f"aggregate({self._non_null(x.inp)}, {kept}, (nu_m, nu_e) -> {put(True)})"
+        kept = f"aggregate({self._keyed_rows(f'coalesce({x.acc}, {empty})', fn)}, {empty}, (nu_m, nu_e) -> {put(False)})"
+        merged = f"aggregate({self._keyed_rows(x.inp, fn)}, {kept}, (nu_m, nu_e) -> {put(True)})"
         return f"(CASE WHEN {x.inp} IS NULL THEN {x.acc} ELSE {merged} END)"
 
-    def retract(self, x: Operands) -> str:
-        key = x.function.nested_key
-        same = f"{self._key('nu_y', key)} <=> {self._key('nu_r', key)}" if key else "nu_y <=> nu_r"
-        kept = f"filter({self._non_null(x.acc)}, nu_y -> NOT exists({x.inp}, nu_r -> nu_r IS NOT NULL AND {same}))"
+    def retract(self, x: Operands) -> str | None:
+        fn, key = x.function, x.function.nested_key
+        if key:
+            same = f"{self._key('nu_y', key)} <=> {self._key('nu_r', key)}"
+            acc, retracted = self._keyed_rows(x.acc, fn), self._keyed_rows(x.inp, fn)
+        else:
+            same, acc, retracted = "nu_y <=> nu_r", self._non_null(x.acc), self._non_null(x.inp)
+        kept = f"filter({acc}, nu_y -> NOT exists({retracted}, nu_r -> {same}))"
         return f"(CASE WHEN {x.acc} IS NULL OR {x.inp} IS NULL THEN {x.acc} ELSE {kept} END)"
+
+
+class NestedPartialUpdate(NestedUpdate):
+    """Paimon `nested_partial_update` (FieldNestedPartialUpdateAgg) on ARRAY<STRUCT> with a required
+    `nested-key`: the stored rows, then the input's, are grouped by key, and each field of a key's row
+    is the last non-NULL value its rows hold (a partial update inside the array). Paimon returns its
+    HashMap's order; here keys keep their first appearance. Retraction is not supported."""
+
+    name = "nested_partial_update"
+
+    def check_options(self, function: FieldFunction, column: Column) -> None:
+        if not function.nested_key:  # Paimon's `checkArgument(!nestedKey.isEmpty())` has no message
+            raise InvalidOptionError(
+                f"Function 'nested_partial_update' of column '{column.name}' needs the nested key its rows "
+                f"are merged by: set 'fields.{column.name}.nested-key' to the row fields forming it."
+            )
+        super().check_options(function, column)
+
+    def agg(self, x: Operands) -> str:
+        fields = [name for name, _ in element_fields(x.column)]
+        empty = f"CAST(array() AS {x.column.type})"
+        fn, key = x.function, x.function.nested_key
+        rows = f"concat({self._keyed_rows(f'coalesce({x.acc}, {empty})', fn)}, {self._keyed_rows(x.inp, fn)})"
+        updated = (
+            "named_struct("
+            + ", ".join(f"{string_literal(f)}, coalesce(np_r.{quote(f)}, np_a.{quote(f)})" for f in fields)
+            + ")"
+        )
+        of_key = f"filter({rows}, np_r -> {self._key('np_r', key)} <=> np_k)"
+        merged = (
+            f"transform(array_distinct(transform({rows}, np_r -> {self._key('np_r', key)})), "
+            f"np_k -> aggregate({of_key}, CAST(NULL AS {element_type(x.column)}), "
+            f"(np_a, np_r) -> {updated}))"
+        )
+        return f"(CASE WHEN {x.inp} IS NULL THEN {x.acc} ELSE {merged} END)"
+
+    def retract(self, x: Operands) -> str | None:
+        return None
+
+
+def element_type(column: Column) -> str:
+    """The element type of an ARRAY column ("" for any other type)."""
+    parts = nested_parts(column.type)
+    return parts[1][0] if parts is not None and parts[0] == "array" else ""
+
+
+def element_fields(column: Column) -> list[tuple[str, str]]:
+    """The fields of an ARRAY<STRUCT> column's rows; none for any other type."""
+    return struct_fields(element_type(column)) or []
 
 
 def struct_fields(type_text: str) -> list[tuple[str, str]] | None:
@@ -611,26 +708,82 @@ class RoaringBitmap(Aggregator):
         return f"wide_assets_{self.name}_encode({value})"
 
     def prepare(self, spark: Any) -> None:
-        import pandas as pd
         from pyroaring import BitMap, BitMap64
-        from pyspark.sql.pandas.functions import pandas_udf
 
         bitmap = BitMap if self.bits == 32 else BitMap64
 
-        def decode(values: pd.Series) -> pd.Series:
+        def decode(values: Any) -> Any:
             return values.map(lambda b: None if b is None else list(bitmap.deserialize(bytes(b))))
 
-        def encode(values: pd.Series) -> pd.Series:
+        def encode(values: Any) -> Any:
             return values.map(lambda v: None if v is None else bitmap(list(v)).serialize())
 
-        # pandas_udf reads the hints as objects; this module's postponed annotations are strings.
-        for udf in (decode, encode):
-            udf.__annotations__ = {"values": pd.Series, "return": pd.Series}
+        register_series_function(spark, f"wide_assets_{self.name}_decode", decode, f"array<{self.element}>")
+        register_series_function(spark, f"wide_assets_{self.name}_encode", encode, "binary")
 
-        # Without pandas' type information no overload of pandas_udf matches these Series functions.
-        vectorized: Any = pandas_udf
-        spark.udf.register(f"wide_assets_{self.name}_decode", vectorized(decode, f"array<{self.element}>"))
-        spark.udf.register(f"wide_assets_{self.name}_encode", vectorized(encode, "binary"))
+
+class Sketch(Aggregator):
+    """Paimon `hll_sketch`/`theta_sketch` (FieldHllSketchAgg, FieldThetaSketchAgg): serialized
+    DataSketches HLL or Theta sketches in a BINARY column, merged by Paimon's union (wide_assets.sketches).
+
+    Spark SQL cannot union sketches, so inside the fold a value is the list of sketches still to be
+    merged, in the order Paimon merges them; the list is merged once, on the way out of the fold."""
+
+    types = ("binary",)
+
+    def __init__(self, kind: SketchKind) -> None:
+        self.kind = kind
+        self.name = f"{kind}_sketch"
+        self.paimon_type_error = (
+            f"Data type for {kind} sketch column must be 'VarBinaryType' but was '{{type}}'."
+        )
+
+    def agg(self, x: Operands) -> str:
+        return ignoring_nulls(x, f"concat({x.acc}, {x.inp})")
+
+    def fold_type(self, column: Column) -> str:
+        return "array<binary>"
+
+    def decode(self, value: str, column: Column) -> str:
+        return f"(CASE WHEN {value} IS NULL THEN CAST(NULL AS array<binary>) ELSE array({value}) END)"
+
+    def encode(self, value: str, column: Column) -> str:
+        return f"wide_assets_{self.name}_union({value}, {string_literal(column.name)})"
+
+    def prepare(self, spark: Any) -> None:
+        kind = self.kind
+
+        def merged(sketches: Any, column: str) -> bytes:
+            try:
+                return union_all(kind, [bytes(s) for s in sketches])
+            except (RuntimeError, ValueError) as error:  # what the library raises for other bytes
+                raise ValueError(
+                    f"{ERROR_MARKER}Column {column} ({kind}_sketch) holds a value that is not a serialized "
+                    f"DataSketches {kind.upper()} sketch (datasketches: {error}); write sketches serialized "
+                    "by a DataSketches library (e.g. Java's toCompactByteArray/toByteArray, Python's "
+                    "serialize_compact/serialize)."
+                ) from None
+
+        def union_lists(lists: Any, columns: Any) -> Any:
+            return lists.combine(columns, lambda s, c: None if s is None else merged(s, c))
+
+        register_series_function(spark, f"wide_assets_{self.name}_union", union_lists, "binary")
+
+
+def register_series_function(spark: Any, name: str, function: Callable[..., Any], result_type: str) -> None:
+    """Register `function` (pandas Series in, one per argument, a Series out) as the SQL function `name`."""
+    import inspect
+
+    import pandas as pd
+    from pyspark.sql.pandas.functions import pandas_udf
+
+    # pandas_udf reads the hints as objects; this module's postponed annotations are strings.
+    function.__annotations__ = {p: pd.Series for p in inspect.signature(function).parameters} | {
+        "return": pd.Series
+    }
+    # Without pandas' type information no overload of pandas_udf matches these Series functions.
+    vectorized: Any = pandas_udf
+    spark.udf.register(name, vectorized(function, result_type))
 
 
 PAIMON_FUNCTIONS: dict[str, Aggregator] = {
@@ -649,9 +802,12 @@ PAIMON_FUNCTIONS: dict[str, Aggregator] = {
     "bool_or": BoolOr(),
     "rbm32": RoaringBitmap(32),
     "rbm64": RoaringBitmap(64),
+    "hll_sketch": Sketch("hll"),
+    "theta_sketch": Sketch("theta"),
     "collect": Collect(),
     "merge_map": MergeMap(),
     "nested_update": NestedUpdate(),
+    "nested_partial_update": NestedPartialUpdate(),
     "merge_map_with_keytime": MergeMapWithKeyTime(),
 }
 

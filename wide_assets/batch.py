@@ -11,9 +11,9 @@ from dataclasses import dataclass, replace
 
 from pyspark.sql import DataFrame, SparkSession
 
-from wide_assets.errors import InvalidInputError, first_line
+from wide_assets.errors import InvalidInputError, MergeError, first_line
 from wide_assets.java_text import java_list
-from wide_assets.merge import MergeContext, engine_for, merge_query
+from wide_assets.merge import MergeContext, engine_for, merge_query, refusal_query
 from wide_assets.spec import TableSpec
 from wide_assets.sql import ADDS, RETRACTS, RowKind, kind_in, quote, string_literal
 
@@ -250,6 +250,9 @@ def merge_batch(
         function = batch.context.aggregator(column)
         if function is not None:
             function.prepare(spark)
+    refusal = None if batch.adds_only else refusal_query(batch.context, segmented)
+    if refusal is not None and spark.sql(refusal[0], batch=batch.frame, stored=stored).take(1):
+        raise MergeError(refusal[1])
     query = merge_query(batch.context, segmented, batch.adds_only)
     entries = spark.sql(query, batch=batch.frame, stored=stored)
     columns = ", ".join(quote(c) for c in spec.column_names)

@@ -78,5 +78,8 @@ class FieldFunction:
     nested_key: tuple[str, ...] = ()
     nested_sequence: tuple[str, ...] = ()
     count_limit: int = 2**31 - 1
+    # What a nested key with a NULL field does (Paimon's `fields.<f>.nested-key-null-strategy`): "merge"
+    # (a key like any other, also when None: not configured), "ignore" (the row is dropped) or "error".
+    nested_key_nulls: str | None = None
     # Paimon `merge_map_with_keytime`: the field of the map's ROW values holding the key's time.
     ts_field: str | None = None

@@ -544,7 +544,7 @@ CASES: list[tuple[str, dict[str, str], str, list[tuple[str, str]] | None, list[s
         {**AGG, "fields.l.aggregate-function": "nested_update", "fields.l.nested-sequence-field": "v"},
         "Option 'fields.<field-name>.nested-sequence-field' requires 'fields.<field-name>.nested-key' to be "
         "configured.",
-        TYPED,
+        [("k", "int"), ("l", "array<struct<k0:int,v:string>>")],
         None,
     ),
     # paimon-core mergetree/compact/aggregate/factory/FieldMergeMapWithKeyTimeAggFactory.java:39-55, 67-73
@@ -560,6 +560,47 @@ CASES: list[tuple[str, dict[str, str], str, list[tuple[str, str]] | None, list[s
         {**AGG, "fields.m.aggregate-function": "merge_map_with_keytime", "fields.m.ts-field": "ts"},
         "Timestamp field 'ts' not found in ROW type for field 'm'. Available fields: [v, t]",
         [("k", "int"), ("m", "map<string,struct<v:string,t:string>>")],
+        None,
+    ),
+    # the same factory, :73-76 (checkOptionDependencies)
+    (
+        "nested-key-null-strategy-needs-key",
+        {**AGG, "fields.l.aggregate-function": "nested_update", "fields.l.nested-key-null-strategy": "merge"},
+        "Option 'fields.<field-name>.nested-key-null-strategy' requires 'fields.<field-name>.nested-key' to be "
+        "configured.",
+        [("k", "int"), ("l", "array<struct<k0:int,v:string>>")],
+        None,
+    ),
+    # paimon-api options/Options.java:116-120 (enums parsed in OptionsUtils.java:103-121, any case)
+    (
+        "nested-key-null-strategy-value",
+        {
+            **AGG,
+            "fields.l.aggregate-function": "nested_update",
+            "fields.l.nested-key": "k0",
+            "fields.l.nested-key-null-strategy": "skip",
+        },
+        "Could not parse value 'skip' for key 'fields.l.nested-key-null-strategy'.",
+        [("k", "int"), ("l", "array<struct<k0:int,v:string>>")],
+        None,
+    ),
+    # paimon-core mergetree/compact/aggregate/factory/Field{Hll,Theta}SketchAggFactory.java:34-37
+    *(
+        (
+            f"{kind}-sketch-type",
+            {**AGG, "fields.n.aggregate-function": f"{kind}_sketch"},
+            f"Data type for {kind} sketch column must be 'VarBinaryType' but was 'INT NOT NULL'.",
+            TYPED,
+            None,
+        )
+        for kind in ("hll", "theta")
+    ),
+    # paimon-core mergetree/compact/aggregate/factory/FieldNestedPartialUpdateAggFactory.java:55-60
+    (
+        "nested-partial-update-type",
+        {**AGG, "fields.l.aggregate-function": "nested_partial_update", "fields.l.nested-key": "k"},
+        "Data type for nested table column must be 'Array<Row>' but was 'ARRAY<INT>'.",
+        TYPED,
         None,
     ),
     # fluss-common metadata/MergeEngineType.java:67-78 (no LAST_ROW: a table without the option keeps it)
@@ -612,6 +653,28 @@ def test_an_aggregate_function_on_a_sequence_group_field_is_refused_in_our_words
         "Sequence field 's1' of 'fields.s1.sequence-group' orders its group and can not have an aggregate "
         "function ('fields.s1.aggregate-function')."
     )
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        # Paimon refuses both without a message (Preconditions.checkArgument, a failed projection).
+        (
+            {"fields.n.aggregate-function": "nested_partial_update"},
+            "Function 'nested_partial_update' of column 'n' needs the nested key its rows are merged by: set "
+            "'fields.n.nested-key' to the row fields forming it.",
+        ),
+        (
+            {"fields.n.aggregate-function": "nested_update", "fields.n.nested-key": "k0,kk"},
+            "Option 'fields.n.nested-key' names 'kk', which is not a field of the rows of column 'n': [k0, v].",
+        ),
+    ],
+    ids=["nested-partial-update-needs-key", "nested-key-not-a-field"],
+)
+def test_nested_function_refusals_in_our_words(options: dict[str, str], message: str) -> None:
+    with pytest.raises(InvalidOptionError) as refused:
+        TableSpec.build([("k", "int"), ("n", "array<struct<k0:int,v:string>>")], ["k"], {**AGG, **options})
+    assert str(refused.value) == message
 
 
 def test_java_list_and_hash_order() -> None:

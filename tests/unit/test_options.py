@@ -166,10 +166,6 @@ def test_reserved_and_duplicate_columns_are_refused() -> None:
             {"rowkind.field": "op"},
             "Option 'rowkind.field' is not supported here: the row kind of a change is its `_row_kind` column.",
         ),
-        (
-            {"merge-engine": "aggregation", "fields.a.nested-key-null-strategy": "IGNORE"},
-            "nested keys with NULL fields merge as Paimon's default `MERGE` strategy",
-        ),
     ],
 )
 def test_a_misspelled_or_unsupported_option_is_an_error(options: dict[str, str], message: str) -> None:

@@ -49,7 +49,8 @@ class MergeEngine:
         return None
 
     def guard(self, ctx: MergeContext) -> tuple[str, str] | None:
-        """(condition over a key's `recs` array, error message): the key's records cannot be merged."""
+        """(condition over a key's `recs` array, error message): the key's records cannot be merged.
+        Only a batch with retractions is asked (`plan.refusal_query`): a guard refuses retractions."""
         return None
 
     @property

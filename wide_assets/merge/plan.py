@@ -15,7 +15,7 @@ from wide_assets.merge.context import MergeContext, comparable
 from wide_assets.merge.engine import ColumnFold, MergeEngine
 from wide_assets.merge.registry import engine_for
 from wide_assets.options.common import MergeOptions
-from wide_assets.sql import RowKind, fail, kind_in, quote
+from wide_assets.sql import RowKind, kind_in, quote
 
 PRODUCERS_WITH_UNCHANGED_ROWS = ("lookup", "full-compaction")
 
@@ -79,6 +79,46 @@ def merge_query(ctx: MergeContext, segmented: bool = False, adds_only: bool = Fa
     column_folds = engine.column_folds(ctx) if adds_only else None
     if column_folds is not None:
         return _entries(ctx, engine, keys, _column_folded(ctx, keys, column_folds))
+    stored_row = ctx.row("r")
+    key_list = ", ".join(keys)
+    step = engine.step(ctx)
+    if ctx.target_columns is not None and not engine.per_record:
+        # The stored row is a full row: only the batch's records are limited to the target columns.
+        step = f"CASE WHEN r._stored THEN {engine.step(replace(ctx, target_columns=None))} ELSE {step} END"
+    fold = f"aggregate(recs, {ctx.initial_state()}, (s, r) -> {step})"
+    if segmented:
+        restarted = f"CASE WHEN r0._starts AND NOT s0.e THEN {ctx.initial_state()} ELSE s0 END"
+        fold = f"aggregate(recs, {ctx.initial_state()}, (s0, r0) -> aggregate(array(r0), {restarted}, (s, r) -> {step}))"
+    folded = f"""{_grouped(ctx, keys, segmented)}, with_stored AS (
+  SELECT *, aggregate(filter(recs, r -> r._stored), CAST(NULL AS {ctx.row_type}), (b, r) -> {stored_row}) AS before
+  FROM grouped
+), folded AS (
+  SELECT {key_list}, _first, before, {fold} AS st FROM with_stored
+)"""
+    return _entries(ctx, engine, keys, folded)
+
+
+def refusal_query(ctx: MergeContext, segmented: bool = False) -> tuple[str, str] | None:
+    """(SQL over `{batch}` and `{stored}` returning a row when some key's records are refused by the
+    engine's guard, the refusal's message), or None for an engine without a guard. Asked on the
+    driver before the merge, so that the message reaches the user however the engine runs its tasks:
+    Sail's local-cluster mode can replace a task's error by its retry's ("a different attempt has
+    already produced job output")."""
+    guard = engine_for(ctx.merge).guard(ctx)
+    if guard is None:
+        return None
+    condition, message = guard
+    keys = [f"k{i}" for i in range(len(ctx.spec.primary_key))]
+    return (
+        f"{_grouped(ctx, keys, segmented)}\nSELECT 1 AS refused FROM grouped WHERE {condition} LIMIT 1",
+        message,
+    )
+
+
+def _grouped(ctx: MergeContext, keys: list[str], segmented: bool) -> str:
+    """CTEs ending in `grouped`: per key, the batch's records and the stored row in merge order (`recs`)
+    and the first arrival (`_first`)."""
+    spec = ctx.spec
     key_select, value_select = _aliased_keys(ctx, keys), _aliased_values(ctx)
     stored_keys, stored_values = _aliased_keys(ctx, keys, "t."), _aliased_values(ctx, "t.")
     join = " AND ".join(f"t.{quote(k)} = x.{a}" for k, a in zip(spec.primary_key, keys, strict=True))
@@ -93,21 +133,8 @@ def merge_query(ctx: MergeContext, segmented: bool = False, adds_only: bool = Fa
         ]
         + [f"'{ctx.aliases[c]}', {ctx.record_value(c)}" for c in ctx.values]
     )
-    stored_row = ctx.row("r")
     key_list = ", ".join(keys)
-    step = engine.step(ctx)
-    if ctx.target_columns is not None and not engine.per_record:
-        # The stored row is a full row: only the batch's records are limited to the target columns.
-        step = f"CASE WHEN r._stored THEN {engine.step(replace(ctx, target_columns=None))} ELSE {step} END"
-    fold = f"aggregate(recs, {ctx.initial_state()}, (s, r) -> {step})"
-    if segmented:
-        restarted = f"CASE WHEN r0._starts AND NOT s0.e THEN {ctx.initial_state()} ELSE s0 END"
-        fold = f"aggregate(recs, {ctx.initial_state()}, (s0, r0) -> aggregate(array(r0), {restarted}, (s, r) -> {step}))"
-    guard = engine.guard(ctx)
-    if guard is not None:
-        condition, message = guard
-        fold = f"CASE WHEN {condition} THEN {fail(message)} ELSE {fold} END"
-    folded = f"""
+    return f"""
 WITH b AS (
   SELECT {key_select}, {value_select}, _row_kind AS _kind, CAST(_offset AS BIGINT) AS _arrival, false AS _stored,
          CAST({segment} AS BIGINT) AS _segment
@@ -128,13 +155,7 @@ WITH b AS (
          sort_array(collect_list(named_struct({record_fields}))) AS recs,
          min(_arrival) AS _first
   FROM ranked GROUP BY {key_list}
-), with_stored AS (
-  SELECT *, aggregate(filter(recs, r -> r._stored), CAST(NULL AS {ctx.row_type}), (b, r) -> {stored_row}) AS before
-  FROM grouped
-), folded AS (
-  SELECT {key_list}, _first, before, {fold} AS st FROM with_stored
 )"""
-    return _entries(ctx, engine, keys, folded)
 
 
 def _aliased_keys(ctx: MergeContext, keys: list[str], prefix: str = "") -> str:

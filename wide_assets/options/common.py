@@ -64,9 +64,6 @@ UNSUPPORTED_OPTIONS = {
     "record-level.time-field": "rows never expire",
     "sequence.snapshot-ordering": "records are ordered by commit, then by `_offset` or `sequence.field`",
 }
-UNSUPPORTED_FIELD_SUFFIXES = {
-    "nested-key-null-strategy": "nested keys with NULL fields merge as Paimon's default `MERGE` strategy",
-}
 # Every other option Paimon or Fluss defines (or a Flink table declares, `connector`) only tunes their
 # storage, files, reads, lookups, clients or jobs: accepted, and reported as having no effect here.
 NO_EFFECT_OPTIONS = (
@@ -124,6 +121,7 @@ PAIMON_FIELD_SUFFIXES = (
     "list-agg-delimiter",
     "distinct",
     "nested-key",
+    "nested-key-null-strategy",
     "nested-sequence-field",
     "count-limit",
     "ts-field",
@@ -317,10 +315,6 @@ def check_option_names(schema: Schema, options: Mapping[str, str], dialect: Dial
             suffix = match["suffix"]
             if suffix in field_suffixes:
                 continue
-            if suffix in UNSUPPORTED_FIELD_SUFFIXES:
-                raise InvalidOptionError(
-                    f"Option '{key}' is not supported here: {UNSUPPORTED_FIELD_SUFFIXES[suffix]}."
-                )
             if dialect == "paimon" and suffix.startswith(NO_EFFECT_FIELD_SUFFIXES):
                 no_effect.append(key)
                 continue

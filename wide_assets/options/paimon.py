@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from wide_assets.aggregate_functions import PAIMON_FUNCTIONS
+from wide_assets.aggregate_functions import NESTED_KEY_NULL_STRATEGIES, PAIMON_FUNCTIONS
 from wide_assets.errors import InvalidOptionError, did_you_mean
 from wide_assets.options.common import (
     PAIMON_FIELD_SUFFIXES,
@@ -261,27 +261,31 @@ def _paimon_functions(
                 "'org.apache.paimon.mergetree.compact.aggregate.factory.FieldAggregatorFactory' in the "
                 "classpath.\n\nAvailable factory identifiers are:\n\n" + "\n".join(PAIMON_FACTORY_IDENTIFIERS)
             )
-        nested_key = name_list(field_opts.get((column, "nested-key"), ""))
-        nested_sequence = name_list(field_opts.get((column, "nested-sequence-field"), ""))
-        if nested_sequence and not nested_key:  # FieldNestedUpdateAggFactory.checkOptionDependencies
-            raise InvalidOptionError(
-                "Option 'fields.<field-name>.nested-sequence-field' requires "
-                "'fields.<field-name>.nested-key' to be configured."
-            )
         functions[column] = FieldFunction(
             column=column,
             name=name,
             ignore_retract=_field_bool(field_opts, column, "ignore-retract"),
             delimiter=field_opts.get((column, "list-agg-delimiter"), ","),
             distinct=_field_bool(field_opts, column, "distinct"),
-            nested_key=nested_key,
-            nested_sequence=nested_sequence,
+            nested_key=name_list(field_opts.get((column, "nested-key"), "")),
+            nested_sequence=name_list(field_opts.get((column, "nested-sequence-field"), "")),
+            nested_key_nulls=_nested_key_nulls(field_opts, column),
             count_limit=_parse_int(options, f"fields.{column}.count-limit", 2**31 - 1),
             ts_field=field_opts.get((column, "ts-field")),
         )
         PAIMON_FUNCTIONS[name].check_type(schema.column(column), name, "paimon")
         PAIMON_FUNCTIONS[name].check_options(functions[column], schema.column(column))
     return functions
+
+
+def _nested_key_nulls(field_opts: Mapping[tuple[str, str], str], column: str) -> str | None:
+    """`fields.<column>.nested-key-null-strategy`, read as Paimon reads an enum option (any case)."""
+    value = field_opts.get((column, "nested-key-null-strategy"))
+    if value is None:
+        return None
+    if value.lower() not in NESTED_KEY_NULL_STRATEGIES:
+        raise unparsable(value, f"fields.{column}.nested-key-null-strategy")
+    return value.lower()
 
 
 def _field_bool(field_opts: Mapping[tuple[str, str], str], column: str, suffix: str) -> bool:

@@ -1,0 +1,41 @@
+"""A write the table's merge must refuse fails with upstream's text, and commits nothing, in every engine
+mode: this module runs on the default engine, and test_distributed.py runs it again in Sail's
+local-cluster mode (where a task's error was replaced by its retry's, "a different attempt has
+already produced job output") and over a separate Spark Connect server.
+
+Each refusal is tried several times: the lost text showed in about half the writes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from wide_assets import WideTable
+from wide_assets.errors import MergeError
+from wide_assets.merge.first_row import RETRACT_REJECTED
+from wide_assets.merge.partial_update import DELETE_REJECTED
+
+TRIES = 6
+DDL = "k int, a string, _row_kind string"
+
+
+@pytest.mark.parametrize(
+    ("options", "refused_kind", "message"),
+    [
+        ({"merge-engine": "partial-update"}, "-D", DELETE_REJECTED),
+        ({"merge-engine": "first-row"}, "-U", RETRACT_REJECTED),
+    ],
+    ids=["partial-update-delete", "first-row-retraction"],
+)
+def test_a_refused_record_fails_the_write_with_upstreams_text(
+    spark: Any, tmp_path: Path, options: dict[str, str], refused_kind: str, message: str
+) -> None:
+    table = WideTable.create(spark, tmp_path / "t", [("k", "int"), ("a", "string")], ["k"], options)
+    table.write(spark.createDataFrame([(1, "x", "+I"), (2, "y", "+I")], DDL))
+    for attempt in range(TRIES):
+        with pytest.raises(MergeError) as raised:
+            table.write(spark.createDataFrame([(1, "x", refused_kind), (2, f"z{attempt}", "+I")], DDL))
+        assert str(raised.value) == message
+    assert sorted(tuple(r) for r in table.read().collect()) == [(1, "x"), (2, "y")]
