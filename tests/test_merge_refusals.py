@@ -39,3 +39,20 @@ def test_a_refused_record_fails_the_write_with_upstreams_text(
             table.write(spark.createDataFrame([(1, "x", refused_kind), (2, f"z{attempt}", "+I")], DDL))
         assert str(raised.value) == message
     assert sorted(tuple(r) for r in table.read().collect()) == [(1, "x"), (2, "y")]
+
+
+def test_an_error_raised_inside_the_merge_keeps_its_text(spark: Any, tmp_path: Path) -> None:
+    """An error only the merge's own tasks can find (here Paimon's sum overflowing) keeps its text too:
+    the embedded server runs each task once (`SAIL_CLUSTER__TASK_MAX_ATTEMPTS`), so no retry replaces it."""
+    options = {"merge-engine": "aggregation", "fields.v.aggregate-function": "sum"}
+    table = WideTable.create(spark, tmp_path / "t", [("k", "int"), ("v", "int")], ["k"], options)
+    table.write(
+        spark.createDataFrame([(1, 2147483647, "+I"), (2, 1, "+I")], "k int, v int, _row_kind string")
+    )
+    for attempt in range(TRIES):
+        with pytest.raises(MergeError) as raised:
+            table.write(
+                spark.createDataFrame([(1, 1, "+I"), (2, attempt, "+I")], "k int, v int, _row_kind string")
+            )
+        assert str(raised.value) == "int overflow: 2147483647 + 1"
+    assert sorted(tuple(r) for r in table.read().collect()) == [(1, 2147483647), (2, 1)]

@@ -237,6 +237,10 @@ def _sail_url() -> str:
         # this process, whose cached session must survive a long pause (a test file on the JVM engine,
         # a quiet hour in a notebook) instead of failing with "session ... is not running".
         os.environ.setdefault("SAIL_SPARK__SESSION_TIMEOUT_SECS", str(EMBEDDED_SESSION_TIMEOUT_SECS))
+        # In local-cluster mode a failed task is retried, and the retry's scheduler error ("a different
+        # attempt has already produced job output") replaced the task's own, e.g. Paimon's overflow
+        # text. The merge's errors are deterministic, so a retry could only lose the message.
+        os.environ.setdefault("SAIL_CLUSTER__TASK_MAX_ATTEMPTS", "1")
         from pysail.spark import SparkConnectServer
 
         server = SparkConnectServer("127.0.0.1", 0)
