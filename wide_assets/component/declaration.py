@@ -173,6 +173,22 @@ class SourceDeclaration(Declaration):
             "`{applied}` (all records up to the last pending one), instead of feeding one to one."
         ),
     ] = None
+    set_columns: Annotated[
+        str | None,
+        Field(
+            description="The source column listing, per record, the columns it sets (`array<string>`, or a "
+            "comma-separated `string`; NULL = all it feeds): a listed column takes the record's value, NULL "
+            "included; an unlisted one keeps the table's value.",
+        ),
+    ] = None
+    ignore_null_updates: Annotated[
+        list[str],
+        Field(
+            default_factory=list,
+            description="Fed source columns whose NULL in a record keeps the table's value instead of "
+            "writing NULL.",
+        ),
+    ]
     max_bad_records: Annotated[
         int | None,
         Field(
@@ -204,6 +220,8 @@ class SourceDeclaration(Declaration):
             key_columns=tuple(self.key_columns),
             deletes=self.deletes,
             aggregates=self.aggregates,
+            set_columns=self.set_columns,
+            ignore_null_updates=tuple(self.ignore_null_updates),
         )
 
 

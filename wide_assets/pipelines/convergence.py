@@ -73,6 +73,12 @@ def _engine(spec: WideTableSpec) -> tuple[str, Mapping[str, FieldFunction]]:
 def convergence_problem(spec: WideTableSpec) -> str | None:
     """Why the declaration cannot say what `spec`'s rows must be, or None when it can."""
     engine, functions = _engine(spec)
+    with_sets = [s.name for s in spec.sources if s.has_column_sets]
+    if with_sets:
+        return (
+            f"sources {with_sets} set columns per record (set_columns, ignore_null_updates); the oracle "
+            "takes each source's latest record whole"
+        )
     if engine in FIRST_ROW_ENGINES and len(spec.sources) != 1:
         return "a first-row table's first record across several sources depends on arrival between sources"
     for column in spec.value_columns:

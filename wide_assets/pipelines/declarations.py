@@ -94,6 +94,12 @@ class SourceSpec:
     the value of each fed column of a source whose rows are not keyed by the table (`key_columns`):
     the aggregate over the latest record of each of its rows with that table key, where `_live` says
     whether that record is an insert or update (not a retraction), e.g. `count_if(_live)`.
+
+    Per-record column sets (docs/semantics.md 7.1): `set_columns` names the source column listing, per
+    record, the fed columns the record sets (an `array<string>`, or a `string` of comma-separated
+    names; NULL = all of them): a listed column takes the record's value, NULL included, an unlisted
+    one keeps the table's. `ignore_null_updates` lists fed columns whose NULL in a record keeps the
+    table's value instead of writing NULL.
     """
 
     name: str
@@ -109,6 +115,8 @@ class SourceSpec:
     key_columns: tuple[str, ...] = ()
     deletes: str = "remove-row"
     aggregates: Mapping[str, str] = field(default_factory=dict)
+    set_columns: str | None = None
+    ignore_null_updates: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         _check_identifier("source name", self.name)
@@ -144,6 +152,44 @@ class SourceSpec:
             raise ValueError(f"source {self.name}: op-time column {self.op_time!r} is not among its columns.")
         if self.aggregates:
             self._check_aggregates()
+        if self.set_columns is not None or self.ignore_null_updates:
+            self._check_column_sets()
+
+    @property
+    def has_column_sets(self) -> bool:
+        """Whether its records say which columns they set (`set_columns`, `ignore_null_updates`)."""
+        return self.set_columns is not None or bool(self.ignore_null_updates)
+
+    def _check_column_sets(self) -> None:
+        if self.transform is not None:
+            raise ValueError(
+                f"source {self.name}: set_columns and ignore_null_updates apply to fed columns; a source "
+                "with a transform computes its rows itself."
+            )
+        if self.set_columns is not None:
+            types = dict(self.columns)
+            if self.set_columns not in types:
+                raise ValueError(
+                    f"source {self.name}: set_columns {self.set_columns!r} is not among its columns "
+                    f"{list(self.column_names)}{did_you_mean(self.set_columns, self.column_names)}."
+                )
+            if self.set_columns in self.feeds or self.set_columns in self.wide_key:
+                raise ValueError(
+                    f"source {self.name}: set_columns {self.set_columns!r} lists the columns a record "
+                    "sets; it cannot also be a key or fed column."
+                )
+            if types[self.set_columns].replace(" ", "").lower() not in ("string", "array<string>"):
+                raise ValueError(
+                    f"source {self.name}: set_columns {self.set_columns!r} has type "
+                    f"{types[self.set_columns]!r}; declare it `array<string>` or `string` (comma-separated)."
+                )
+        not_fed = [c for c in self.ignore_null_updates if c not in self.feeds or c == self.op_time]
+        if not_fed:
+            fed = [c for c in self.feeds if c != self.op_time]
+            raise ValueError(
+                f"source {self.name}: ignore_null_updates {not_fed} are not value columns it feeds {fed}"
+                f"{did_you_mean(not_fed[0], fed)}."
+            )
 
     def _check_aggregates(self) -> None:
         if self.wide_key == self.primary_key:
