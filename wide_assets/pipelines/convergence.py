@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
+from wide_assets.options.tombstones import TOMBSTONE_RETENTION
 from wide_assets.pipelines.checks import applied_records, keyed_diff, table_check
 from wide_assets.pipelines.declarations import SourceSpec, WideTableSpec
 from wide_assets.pipelines.locate import LakeLocator
@@ -73,6 +74,8 @@ def _engine(spec: WideTableSpec) -> tuple[str, Mapping[str, FieldFunction]]:
 def convergence_problem(spec: WideTableSpec) -> str | None:
     """Why the declaration cannot say what `spec`'s rows must be, or None when it can."""
     engine, functions = _engine(spec)
+    if TOMBSTONE_RETENTION in spec.options:
+        return f"'{TOMBSTONE_RETENTION}' drops records older than a key's delete, which the oracle does not model"
     with_sets = [s.name for s in spec.sources if s.has_column_sets]
     if with_sets:
         return (
