@@ -20,6 +20,7 @@ from pydantic import ConfigDict, Field
 from wide_assets.component.refusal import DeclarationProblem
 from wide_assets.errors import did_you_mean
 from wide_assets.pipelines import CompactionPolicy, SourceSpec, WideTableSpec
+from wide_assets.pipelines.declarations import SnapshotSpec
 from wide_assets.pipelines.triggers import HOURLY
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "ChecksDeclaration",
     "CompactionDeclaration",
     "Declaration",
+    "SnapshotDeclaration",
     "SourceDeclaration",
     "SourceHealthDeclaration",
     "TableDeclaration",
@@ -94,6 +96,30 @@ class TableDeclaration(Declaration):
             examples=[{"merge-engine": "partial-update", "fields.updated.sequence-group": "points"}],
         ),
     ]
+
+
+class SnapshotDeclaration(Declaration):
+    """A source landing full snapshots (a daily export) rather than changes: each is compared with the
+    one before it, and the differences are its change records at the snapshot's time."""
+
+    time_pattern: Annotated[
+        str,
+        Field(
+            description="Regular expression over a landed file's path (under the landing zone) whose one "
+            "group is the snapshot's time; the files with the same match are one snapshot (a file or a folder).",
+            examples=["customers_(\\d{8})\\.csv", "exports/(\\d{4}-\\d{2}-\\d{2})/"],
+        ),
+    ]
+    time_format: Annotated[
+        str, Field(description="How that group reads as a time (Python `strptime`).", examples=["%Y%m%d"])
+    ] = "%Y-%m-%d"
+    empty: Annotated[
+        Literal["refuse", "truncate"],
+        Field(description="A snapshot without rows: an error (`refuse`), or every row deleted (`truncate`)."),
+    ] = "refuse"
+
+    def spec(self) -> SnapshotSpec:
+        return SnapshotSpec(time_pattern=self.time_pattern, time_format=self.time_format, empty=self.empty)
 
 
 class SourceDeclaration(Declaration):
@@ -189,6 +215,13 @@ class SourceDeclaration(Declaration):
             "writing NULL.",
         ),
     ]
+    snapshot: Annotated[
+        SnapshotDeclaration | None,
+        Field(
+            description="The files are full snapshots (csv or parquet, without the op_time column, which "
+            "each snapshot's time fills): diffed into inserts, updates and deletes."
+        ),
+    ] = None
     max_bad_records: Annotated[
         int | None,
         Field(
@@ -222,6 +255,7 @@ class SourceDeclaration(Declaration):
             aggregates=self.aggregates,
             set_columns=self.set_columns,
             ignore_null_updates=tuple(self.ignore_null_updates),
+            snapshot=None if self.snapshot is None else self.snapshot.spec(),
         )
 
 

@@ -17,10 +17,12 @@ from wide_assets.spark_types import type_problem
 
 __all__ = [
     "DELETES",
+    "EMPTY_SNAPSHOT_RULES",
     "FORMATS",
     "JSON_FORMATS",
     "ROW_KINDS",
     "LakeTableSpec",
+    "SnapshotSpec",
     "SourceSpec",
     "WideTableSpec",
     "op_time_family",
@@ -67,6 +69,36 @@ def _check_columns(owner: str, columns: tuple[tuple[str, str], ...], primary_key
     missing = [k for k in primary_key if k not in names]
     if missing:
         raise ValueError(f"{owner}: primary key columns {missing} are not among its columns {names}.")
+
+
+# What an empty snapshot of a snapshot source means: an error, or every row deleted.
+EMPTY_SNAPSHOT_RULES = ("refuse", "truncate")
+
+
+@dataclass(frozen=True)
+class SnapshotSpec:
+    """A source whose files are full snapshots (docs/semantics.md 7.3): the landed files whose names
+    give the same `time_pattern` match are one snapshot, at the time that match reads in
+    `time_format` (Python `strptime`); `empty` says what a snapshot without rows means."""
+
+    time_pattern: str
+    time_format: str
+    empty: str = "refuse"
+
+    def __post_init__(self) -> None:
+        try:
+            groups = re.compile(self.time_pattern).groups
+        except re.error as error:
+            raise ValueError(
+                f"snapshot time_pattern {self.time_pattern!r} is not a regular expression: {error}."
+            ) from None
+        if groups != 1:
+            raise ValueError(
+                f"snapshot time_pattern {self.time_pattern!r} must capture the time in exactly one group, "
+                f"not {groups} (e.g. 'customers_(\\d{{8}})\\.csv')."
+            )
+        if self.empty not in EMPTY_SNAPSHOT_RULES:
+            raise ValueError(f"snapshot empty {self.empty!r} is not one of {EMPTY_SNAPSHOT_RULES}.")
 
 
 @dataclass(frozen=True)
@@ -117,6 +149,7 @@ class SourceSpec:
     aggregates: Mapping[str, str] = field(default_factory=dict)
     set_columns: str | None = None
     ignore_null_updates: tuple[str, ...] = ()
+    snapshot: SnapshotSpec | None = None
 
     def __post_init__(self) -> None:
         _check_identifier("source name", self.name)
@@ -154,6 +187,34 @@ class SourceSpec:
             self._check_aggregates()
         if self.set_columns is not None or self.ignore_null_updates:
             self._check_column_sets()
+        if self.snapshot is not None:
+            self._check_snapshot()
+
+    def _check_snapshot(self) -> None:
+        if self.format not in ("csv", "parquet"):
+            raise ValueError(
+                f"source {self.name}: snapshots are landed as csv or parquet files, not {self.format}."
+            )
+        op_type = dict(self.columns).get(self.op_time or "", "")
+        if not _TEMPORAL.fullmatch(op_type.strip()):
+            raise ValueError(
+                f"source {self.name}: a snapshot source declares an op_time column of a date or timestamp "
+                "type: each snapshot's time fills it (its files do not hold it)."
+            )
+        refused = [
+            name
+            for name, value in (
+                ("max_bad_records", self.max_bad_records),
+                ("transform", self.transform),
+                ("set_columns", self.set_columns),
+            )
+            if value is not None
+        ]
+        if refused:
+            raise ValueError(
+                f"source {self.name}: a snapshot source cannot have {refused}: a row left out of a "
+                "snapshot is a delete, so every row must be read as it is."
+            )
 
     @property
     def has_column_sets(self) -> bool:
