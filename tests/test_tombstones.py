@@ -12,9 +12,12 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from test_convergence import EXPECTED, SUMMED, merged, verdict
+from test_convergence import spec as convergence_spec
 
 from wide_assets import WideTable
 from wide_assets.errors import InvalidOptionError
+from wide_assets.pipelines.convergence import convergence_problem
 
 Row = dict[str, Any]
 COLUMNS = [("k", "int"), ("status", "string"), ("order_ts", "int"), ("amount", "bigint"), ("pay_ts", "int")]
@@ -209,3 +212,17 @@ def test_racing_writers_keep_each_tombstone_once_in_commit_order(
     assert sorted(landed) == sorted(writes)
     rows = {r.k: {c: r[c] for c, _ in COLUMNS[1:]} for r in table.read().collect()}
     assert rows == _fold([writes[txn] for txn in landed], tombstones=True)
+
+
+def test_the_convergence_oracle_drops_what_a_tombstone_drops(spark: Any, tmp_path: Path) -> None:
+    """test_convergence's two runs with tombstones: order 1, deleted at 10:05, is not built again by
+    its 10:03 status and 10:04 payment of run 2 (P11 would); order 2 is as without them. The oracle
+    (no merge) agrees with the table, and not with a table merged without tombstones."""
+    tombstoned = convergence_spec({**SUMMED, "wide-assets.tombstone-retention": "30 d"})
+    assert convergence_problem(tombstoned) is None
+    table, applied = merged(spark, tmp_path / "with", tombstoned)
+    assert {tuple(r) for r in table.read().collect()} == {row for row in EXPECTED if row[0] != 1}
+    assert verdict(spark, tombstoned, table, applied).passed
+    forgetting, applied = merged(spark, tmp_path / "without", convergence_spec(SUMMED))
+    diff = verdict(spark, tombstoned, forgetting, applied)
+    assert (diff.passed, diff.unexpected) == (False, 1)
