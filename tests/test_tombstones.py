@@ -4,7 +4,12 @@ OPTIMIZE of the table and its log; without the option, P11 (nothing remembers a 
 
 from __future__ import annotations
 
+import os
 import random
+import signal
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -17,6 +22,7 @@ from test_convergence import spec as convergence_spec
 
 from wide_assets import WideTable
 from wide_assets.errors import InvalidOptionError
+from wide_assets.faults import CRASH_POINT
 from wide_assets.pipelines.convergence import convergence_problem
 
 Row = dict[str, Any]
@@ -226,3 +232,44 @@ def test_the_convergence_oracle_drops_what_a_tombstone_drops(spark: Any, tmp_pat
     forgetting, applied = merged(spark, tmp_path / "without", convergence_spec(SUMMED))
     diff = verdict(spark, tombstoned, forgetting, applied)
     assert (diff.passed, diff.unexpected) == (False, 1)
+
+
+KILLED_DELETE = textwrap.dedent(
+    """
+    import sys
+    from wide_assets import WideTable, get_spark
+    spark = get_spark()
+    delete = spark.createDataFrame([(1, None, 20, None, None, "-D")], sys.argv[2])
+    WideTable.open(spark, sys.argv[1]).write(delete, txn=("orders", 2))
+    """
+)
+DDL = "k int, status string, order_ts int, amount bigint, pay_ts int, _row_kind string"
+
+
+@pytest.mark.parametrize("crash_point", ["before-changelog-commit", "after-changelog-commit"])
+def test_a_delete_killed_around_its_commit_leaves_its_tombstone_once(
+    spark: Any, tmp_path: Path, crash_point: str
+) -> None:
+    """The writer of a delete is killed just before or just after logging it; the delete is written
+    again with the same transaction id (applied, or skipped as committed), and a late payment after
+    it is dropped either way; the tombstone is in the log exactly once."""
+    path = tmp_path / "t"
+    table = WideTable.create(
+        spark, path, COLUMNS, ["k"], {**GROUPS, "wide-assets.tombstone-retention": "1 d"}
+    )
+    table.write(_one(spark, status="new", order_ts=10, _row_kind="+I"), txn=("orders", 1))
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_DELETE, str(path), DDL],
+        env={**os.environ, CRASH_POINT: crash_point},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    table = WideTable.open(spark, path)
+    again = table.write(spark.createDataFrame([(1, None, 20, None, None, "-D")], DDL), txn=("orders", 2))
+    assert again.skipped == (crash_point == "after-changelog-commit")
+    table.write(_one(spark, amount=5, pay_ts=15, _row_kind="+I"), txn=("payments", 1))
+    assert table.read().count() == 0
+    log = spark.read.format("delta").load(table.changelog_path)
+    assert log.where("_origin = 'tombstone'").count() == 1
