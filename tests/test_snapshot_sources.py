@@ -147,3 +147,39 @@ def test_a_misspelled_snapshot_field_is_refused_in_the_yaml() -> None:
     problems = [p.args[0] for p in unknown_fields(source, ("sources", 0))]
     assert problems == ["snapshot has no field 'emtpy' (did you mean 'empty'?)"]
     assert source.spec(["id"]).snapshot == SnapshotSpec(r"customers_(\d{8})", "%Y%m%d", "refuse")
+
+
+def test_a_folder_of_parquet_files_is_one_snapshot(spark: Any, tmp_path: Path) -> None:
+    """One snapshot per dated folder, split over two Parquet files; the second day drops one key and
+    changes another, across files."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    source = replace(
+        CUSTOMERS,
+        format="parquet",
+        files=("exports/*/*.parquet",),
+        snapshot=SnapshotSpec(r"exports/(\d{4}-\d{2}-\d{2})/", "%Y-%m-%d"),
+    )
+    landing, path = tmp_path / "landing", str(tmp_path / "lake" / "customers")
+    days = {
+        "2026-02-01": ({1: ("gold", 1), 2: ("silver", 2)}, {3: ("bronze", 3)}),
+        "2026-02-02": ({3: ("gold", 4)}, {1: ("gold", 1)}),
+    }
+    for day, parts in days.items():
+        (landing / "exports" / day).mkdir(parents=True)
+        for number, part in enumerate(parts):
+            rows = [{"id": k, "tier": tier, "points": points} for k, (tier, points) in part.items()]
+            schema = pa.schema([("id", pa.int64()), ("tier", pa.string()), ("points", pa.int32())])
+            pq.write_table(
+                pa.Table.from_pylist(rows, schema=schema), landing / "exports" / day / f"part{number}.parquet"
+            )
+    ingest(spark, source, landed_files(landing, source), path)
+    cdc = {
+        (r._row_kind, r.id, r.tier, r.points, r.exported)
+        for r in spark.read.format("delta").load(path).collect()
+    }
+    first, second = datetime(2026, 2, 1), datetime(2026, 2, 2)
+    old = {**days["2026-02-01"][0], **days["2026-02-01"][1]}
+    new = {**days["2026-02-02"][0], **days["2026-02-02"][1]}
+    assert cdc == set(_diff({}, old, first)) | set(_diff(old, new, second))
