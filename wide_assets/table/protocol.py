@@ -192,7 +192,7 @@ def attempt(
             merged = without_tombstoned(storage, batch, info, markers.commits)
         entries = merge_batch(spark, merged, stored)
         parts = [storage.log_rows(entries, info.commit, Origin.MERGED)]
-        if merge.tombstone_retention_s is not None:
+        if merge.tombstone_retention_s is not None and batch.retractions != 0:
             parts.append(storage.log_rows(tombstone_rows(spark, batch), info.commit, Origin.TOMBSTONE))
     if merge.changelog_producer == "input":
         parts.append(storage.log_rows(input_changelog(spark, batch), info.commit, Origin.INPUT))
