@@ -33,11 +33,14 @@ from wide_assets.table import WideTable
 ROOT = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
 
-# What the four demos define. Renamed from the Python declarations: first_customer_touch's
+# What the five demos define (customer_accounts: docs/semantics.md section 7). Renamed from the Python declarations: first_customer_touch's
 # `first_touch_matches_source` is the generated `converges_to_source_join` (the same first-row
 # oracle, now every table's), and `first_touch_never_changes` the declared `rows_never_change`;
 # user_rec_wide gained its convergence check, product_360 its history table (SCD type 2) and its checks.
 ASSETS = {
+    "customer_accounts/accounts",
+    "customer_accounts/crm_export",
+    "customer_accounts/customer_accounts",
     "first_touch/customer_events",
     "first_touch/first_customer_touch",
     "fluss_demo/clicks",
@@ -61,6 +64,8 @@ ASSETS = {
     "product_reviews/reviews",
 }
 CHECKS = {
+    "customer_accounts/customer_accounts:converges_to_source_join",
+    "customer_accounts/customer_accounts:primary_key_unique_not_null",
     "first_touch/first_customer_touch:converges_to_source_join",
     "first_touch/first_customer_touch:primary_key_unique_not_null",
     "first_touch/first_customer_touch:rows_never_change",
@@ -88,6 +93,7 @@ CHECKS = {
     "product_reviews/reviewer_ids:reviewer_ids_never_change",
 }
 JOBS = {
+    "customer_accounts_job",
     "first_customer_touch_job",
     "product_360_compaction_job",
     "product_360_job",
@@ -96,6 +102,7 @@ JOBS = {
     "user_rec_wide_job",
 }
 SCHEDULES = {
+    "customer_accounts_job_hourly",
     "first_customer_touch_job_hourly",
     "product_360_compaction_nightly",
     "product_360_job_hourly",
@@ -103,6 +110,7 @@ SCHEDULES = {
     "user_rec_wide_job_hourly",
 }
 SENSORS = {
+    "customer_accounts_new_data_sensor",
     "first_customer_touch_new_data_sensor",
     *(f"product_360_{s}_sensor" for s in ("catalog", "pricing", "lifecycle", "reviews", "questions")),
     "product_360_compaction_sensor",

@@ -3,7 +3,7 @@ late, out-of-order and duplicate records, maintained exactly once; and its two c
 
 Oracle: plain Python over the landed records: each key's records folded in (op time, source, arrival)
 order, the row removed by an orders delete and cleared column by a payments delete, one interval
-whenever the tracked columns' values change (docs/semantics.md section 7). It shares no code with
+whenever the tracked columns' values change (docs/semantics.md section 8). It shares no code with
 `wide_assets.table.history`.
 """
 

@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from wide_assets.errors import InvalidInputError, MergeError, first_line
 from wide_assets.java_text import java_list
 from wide_assets.merge import MergeContext, engine_for, merge_query, refusal_query
+from wide_assets.merge.column_sets import SET_COLUMNS, column_sets_refused
 from wide_assets.spec import TableSpec
 from wide_assets.sql import ADDS, RETRACTS, RowKind, kind_in, quote, string_literal
 
@@ -44,7 +45,9 @@ def prepare_batch(
 ) -> PreparedBatch:
     """Validate `changes` against the table and normalize it; raises InvalidInputError, commits nothing."""
     given = list(changes.columns)
-    unknown = [c for c in given if c not in spec.column_names and c not in ("_row_kind", "_offset")]
+    unknown = [
+        c for c in given if c not in spec.column_names and c not in ("_row_kind", "_offset", SET_COLUMNS)
+    ]
     if unknown:
         raise InvalidInputError(
             f"Columns {unknown} are not columns of the table; its columns are {list(spec.column_names)}."
@@ -62,7 +65,12 @@ def prepare_batch(
             f"Explicitly specifying values for the auto increment column {auto_increment} is not allowed."
         )
     targets = _target_columns(spec, given, target_columns)
-    context = MergeContext(spec, targets)
+    column_sets = SET_COLUMNS in given
+    if column_sets:
+        _check_column_sets(spark, spec, changes, targets)
+        # A listed column is written as given, NULL included: as by a write of target columns.
+        targets = targets or spec.column_names
+    context = MergeContext(spec, targets, column_sets)
     engine = engine_for(spec.merge)
     engine.check_write(context)
     # A write of only the key can delete whole rows, but its upserts are partial writes.
@@ -77,6 +85,37 @@ def prepare_batch(
     return PreparedBatch(
         _normalized(spark, spec, changes, given), context, records, retractions, key_only_deletes
     )
+
+
+def _check_column_sets(
+    spark: SparkSession, spec: TableSpec, changes: DataFrame, targets: tuple[str, ...] | None
+) -> None:
+    """Refuse column sets the table cannot take, or records whose set names a column the write does
+    not have (docs/semantics.md 7.1)."""
+    refused = column_sets_refused(spec)
+    if refused is not None:
+        raise InvalidInputError(f"The changes carry {SET_COLUMNS}, but {refused}.")
+    written = list(targets or spec.column_names)
+    known = ", ".join(string_literal(c) for c in written)
+    # No lambda: Sail 0.7.2 fails on one over a column computed by the caller ("No field named").
+    strange = f"array_except({SET_COLUMNS}, CAST(array({known}) AS array<string>))"
+    try:
+        key = ", ".join(f"CAST({quote(k)} AS STRING)" for k in spec.primary_key)
+        bad = spark.sql(
+            f"SELECT key, names FROM (SELECT concat_ws(', ', {key}) AS key, {strange} AS names "
+            f"FROM {{changes}}) WHERE size(names) > 0 LIMIT {EXAMPLES}",
+            changes=changes,
+        ).collect()
+    except Exception as error:  # not an array of strings: analysis fails before any data is read
+        raise InvalidInputError(
+            f"{SET_COLUMNS} must be an array of column names (array<string>): {first_line(error)}"
+        ) from error
+    if bad:
+        examples = "; ".join(f"the record of key ({row.key}) names {list(row.names)}" for row in bad)
+        raise InvalidInputError(
+            f"Invalid changes, nothing was written: {SET_COLUMNS} may only name the columns this write "
+            f"writes {written} (e.g. {examples}); fix the record's list of the columns it sets."
+        )
 
 
 def _target_columns(
@@ -123,6 +162,8 @@ def _normalized(spark: SparkSession, spec: TableSpec, changes: DataFrame, given:
         columns.append(f"CAST({source} AS {column.type}) AS {quote(column.name)}")
     kind = "_row_kind" if "_row_kind" in given else string_literal(RowKind.INSERT)
     offset = "CAST(_offset AS BIGINT)" if "_offset" in given else "monotonically_increasing_id()"
+    if SET_COLUMNS in given:
+        columns.append(f"CAST({SET_COLUMNS} AS array<string>) AS {SET_COLUMNS}")
     return spark.sql(
         f"SELECT {', '.join(columns)}, {kind} AS _row_kind, {offset} AS _offset FROM {{changes}}",
         changes=changes,
@@ -232,7 +273,12 @@ def assign_auto_increment(
     assigned = new_keys.count()
     columns = ", ".join(
         f"n._id AS {quote(c)}" if c == column else f"b.{quote(c)}"
-        for c in [*spec.column_names, "_row_kind", "_offset"]
+        for c in [
+            *spec.column_names,
+            "_row_kind",
+            "_offset",
+            *([SET_COLUMNS] if batch.context.column_sets else []),
+        ]
     )
     frame = spark.sql(
         f"SELECT {columns} FROM {{frame}} b LEFT JOIN {{ids}} n ON {joined}", frame=batch.frame, ids=new_keys

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from wide_assets.errors import InvalidOptionError
@@ -27,6 +27,7 @@ from wide_assets.options.common import (
 )
 from wide_assets.options.fluss import parse_fluss
 from wide_assets.options.paimon import parse_paimon
+from wide_assets.options.tombstones import check_tombstones, retention_seconds
 from wide_assets.schema import Column, Schema
 from wide_assets.sql import columns as column_list
 
@@ -72,7 +73,9 @@ class TableSpec(Schema):
     def merge(self) -> MergeOptions:
         self.ignored_options  # noqa: B018 - refuse unknown option names before reading their values
         parse = parse_fluss if self.dialect == "fluss" else parse_paimon
-        return parse(self, self.options)
+        merge = replace(parse(self, self.options), tombstone_retention_s=retention_seconds(self.options))
+        check_tombstones(self, merge)
+        return merge
 
     @cached_property
     def bucketing(self) -> Bucketing | None:

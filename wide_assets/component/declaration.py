@@ -20,7 +20,7 @@ from pydantic import ConfigDict, Field
 from wide_assets.component.refusal import DeclarationProblem
 from wide_assets.errors import did_you_mean
 from wide_assets.pipelines import CompactionPolicy, SourceSpec, WideTableSpec
-from wide_assets.pipelines.declarations import HistorySpec
+from wide_assets.pipelines.declarations import HistorySpec, SnapshotSpec
 from wide_assets.pipelines.triggers import HOURLY
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "CompactionDeclaration",
     "Declaration",
     "HistoryDeclaration",
+    "SnapshotDeclaration",
     "SourceDeclaration",
     "SourceHealthDeclaration",
     "TableDeclaration",
@@ -96,6 +97,30 @@ class TableDeclaration(Declaration):
             examples=[{"merge-engine": "partial-update", "fields.updated.sequence-group": "points"}],
         ),
     ]
+
+
+class SnapshotDeclaration(Declaration):
+    """A source landing full snapshots (a daily export) rather than changes: each is compared with the
+    one before it, and the differences are its change records at the snapshot's time."""
+
+    time_pattern: Annotated[
+        str,
+        Field(
+            description="Regular expression over a landed file's path (under the landing zone) whose one "
+            "group is the snapshot's time; the files with the same match are one snapshot (a file or a folder).",
+            examples=["customers_(\\d{8})\\.csv", "exports/(\\d{4}-\\d{2}-\\d{2})/"],
+        ),
+    ]
+    time_format: Annotated[
+        str, Field(description="How that group reads as a time (Python `strptime`).", examples=["%Y%m%d"])
+    ] = "%Y-%m-%d"
+    empty: Annotated[
+        Literal["refuse", "truncate"],
+        Field(description="A snapshot without rows: an error (`refuse`), or every row deleted (`truncate`)."),
+    ] = "refuse"
+
+    def spec(self) -> SnapshotSpec:
+        return SnapshotSpec(time_pattern=self.time_pattern, time_format=self.time_format, empty=self.empty)
 
 
 class SourceDeclaration(Declaration):
@@ -175,6 +200,29 @@ class SourceDeclaration(Declaration):
             "`{applied}` (all records up to the last pending one), instead of feeding one to one."
         ),
     ] = None
+    set_columns: Annotated[
+        str | None,
+        Field(
+            description="The source column listing, per record, the columns it sets (`array<string>`, or a "
+            "comma-separated `string`; NULL = all it feeds): a listed column takes the record's value, NULL "
+            "included; an unlisted one keeps the table's value.",
+        ),
+    ] = None
+    ignore_null_updates: Annotated[
+        list[str],
+        Field(
+            default_factory=list,
+            description="Fed source columns whose NULL in a record keeps the table's value instead of "
+            "writing NULL.",
+        ),
+    ]
+    snapshot: Annotated[
+        SnapshotDeclaration | None,
+        Field(
+            description="The files are full snapshots (csv or parquet, without the op_time column, which "
+            "each snapshot's time fills): diffed into inserts, updates and deletes."
+        ),
+    ] = None
     max_bad_records: Annotated[
         int | None,
         Field(
@@ -206,6 +254,9 @@ class SourceDeclaration(Declaration):
             key_columns=tuple(self.key_columns),
             deletes=self.deletes,
             aggregates=self.aggregates,
+            set_columns=self.set_columns,
+            ignore_null_updates=tuple(self.ignore_null_updates),
+            snapshot=None if self.snapshot is None else self.snapshot.spec(),
         )
 
 

@@ -56,10 +56,12 @@ def compare_tuples(left: Sequence[str], right: Sequence[str]) -> str:
 
 @dataclass(frozen=True)
 class MergeContext:
-    """A table's spec plus one write's target columns (None = every column written)."""
+    """A table's spec plus one write's target columns (None = every column written), and whether its
+    records carry per-record column sets (`merge.column_sets`)."""
 
     spec: TableSpec
     target_columns: tuple[str, ...] | None = None
+    column_sets: bool = False
 
     @property
     def merge(self) -> MergeOptions:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from wide_assets.merge.column_sets import SET_COLUMNS, with_column_sets
 from wide_assets.merge.context import MergeContext, comparable
 from wide_assets.merge.engine import ColumnFold, MergeEngine
 from wide_assets.merge.registry import engine_for
@@ -76,7 +77,7 @@ def merge_query(ctx: MergeContext, segmented: bool = False, adds_only: bool = Fa
     engine = engine_for(ctx.merge)
     spec = ctx.spec
     keys = [f"k{i}" for i in range(len(spec.primary_key))]
-    column_folds = engine.column_folds(ctx) if adds_only else None
+    column_folds = engine.column_folds(ctx) if adds_only and not ctx.column_sets else None
     if column_folds is not None:
         return _entries(ctx, engine, keys, _column_folded(ctx, keys, column_folds))
     stored_row = ctx.row("r")
@@ -85,6 +86,8 @@ def merge_query(ctx: MergeContext, segmented: bool = False, adds_only: bool = Fa
     if ctx.target_columns is not None and not engine.per_record:
         # The stored row is a full row: only the batch's records are limited to the target columns.
         step = f"CASE WHEN r._stored THEN {engine.step(replace(ctx, target_columns=None))} ELSE {step} END"
+    if ctx.column_sets:
+        step = with_column_sets(ctx, step)
     fold = f"aggregate(recs, {ctx.initial_state()}, (s, r) -> {step})"
     if segmented:
         restarted = f"CASE WHEN r0._starts AND NOT s0.e THEN {ctx.initial_state()} ELSE s0 END"
@@ -132,16 +135,22 @@ def _grouped(ctx: MergeContext, keys: list[str], segmented: bool) -> str:
             "'_starts', _starts",
         ]
         + [f"'{ctx.aliases[c]}', {ctx.record_value(c)}" for c in ctx.values]
+        + ([f"'{SET_COLUMNS}', {SET_COLUMNS}"] if ctx.column_sets else [])
+    )
+    set_columns, stored_set_columns = (
+        (f", {SET_COLUMNS}", f", CAST(NULL AS array<string>) AS {SET_COLUMNS}")
+        if ctx.column_sets
+        else ("", "")
     )
     key_list = ", ".join(keys)
     return f"""
 WITH b AS (
   SELECT {key_select}, {value_select}, _row_kind AS _kind, CAST(_offset AS BIGINT) AS _arrival, false AS _stored,
-         CAST({segment} AS BIGINT) AS _segment
+         CAST({segment} AS BIGINT) AS _segment{set_columns}
   FROM {{batch}} WHERE {kind_filter(ctx)}
 ), s AS (
   SELECT {stored_keys}, {stored_values}, '+I' AS _kind, CAST(NULL AS BIGINT) AS _arrival, true AS _stored,
-         CAST(NULL AS BIGINT) AS _segment
+         CAST(NULL AS BIGINT) AS _segment{stored_set_columns}
   FROM {{stored}} t LEFT SEMI JOIN (SELECT DISTINCT {key_list} FROM b) x ON {join}
 ), u AS (
   SELECT * FROM b UNION ALL SELECT * FROM s

@@ -22,6 +22,8 @@ Dialect = Literal["paimon", "fluss"]
 LAYOUT_OPTIONS = frozenset(
     {"bucket", "bucket-key", "bucket.num", "bucket.key", "write-only", "deletion-vectors.enabled"}
 )
+# This project's own options (docs/semantics.md section 7), read in either dialect.
+OWN_OPTIONS = frozenset({"wide-assets.tombstone-retention"})
 # The options each dialect's parser reads (`wide_assets.options.paimon`, `wide_assets.options.fluss`).
 INTERPRETED_OPTIONS: dict[Dialect, frozenset[str]] = {
     "paimon": frozenset(
@@ -153,6 +155,8 @@ class MergeOptions:
     auto_increment: str | None = None
     # Paimon 'write-only': writers only append merged fragments; a dedicated compaction applies them.
     write_only: bool = False
+    # Ours: how long a delete's sequence is kept per key, so older records do not bring it back.
+    tombstone_retention_s: float | None = None
 
     @property
     def lookup_free_writes(self) -> bool:
@@ -305,7 +309,7 @@ def check_option_names(schema: Schema, options: Mapping[str, str], dialect: Dial
     field_suffixes = PAIMON_FIELD_SUFFIXES if dialect == "paimon" else FLUSS_FIELD_SUFFIXES
     no_effect = []
     for key in options:
-        if key in INTERPRETED_OPTIONS[dialect] or key in LAYOUT_OPTIONS:
+        if key in INTERPRETED_OPTIONS[dialect] or key in LAYOUT_OPTIONS or key in OWN_OPTIONS:
             continue
         if key in UNSUPPORTED_OPTIONS:
             raise InvalidOptionError(f"Option '{key}' is not supported here: {UNSUPPORTED_OPTIONS[key]}.")
@@ -325,7 +329,7 @@ def check_option_names(schema: Schema, options: Mapping[str, str], dialect: Dial
         if key in NO_EFFECT_OPTIONS or key.startswith(NO_EFFECT_PREFIXES):
             no_effect.append(key)
             continue
-        known = sorted(INTERPRETED_OPTIONS[dialect] | LAYOUT_OPTIONS | NO_EFFECT_OPTIONS)
+        known = sorted(INTERPRETED_OPTIONS[dialect] | LAYOUT_OPTIONS | OWN_OPTIONS | NO_EFFECT_OPTIONS)
         raise InvalidOptionError(
             f"Unknown option '{key}' for a {dialect.title()} table{did_you_mean(key, known)}."
         )

@@ -12,7 +12,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from wide_assets.errors import ConcurrentWriteError, TableStateError
+from wide_assets.errors import ConcurrentWriteError, InvalidInputError, TableStateError
 from wide_assets.pipelines.declarations import LakeTableSpec, SourceSpec, WideTableSpec, op_time_family
 from wide_assets.pipelines.markdown import markdown_table
 from wide_assets.pipelines.run_order import Unit, commit_segments
@@ -286,10 +286,57 @@ def source_changes(
     over `{pending}` and `{applied}` (every record of the same source version up to the last pending)."""
     if source.transform is None:
         selected = ", ".join(f"{quote(s)} AS {quote(w)}" for s, w in mapping.items())
-        return spark.sql(f"SELECT {selected}, _row_kind, _offset FROM {{rows}}", rows=pending.rows)
+        rows = pending.rows
+        if source.has_column_sets:
+            assert rows is not None, "only pending records have changes"
+            rows = spark.sql(
+                f"SELECT *, {listed_columns(spark, source, rows)} AS _listed FROM {{rows}}", rows=rows
+            )
+            keys = ", ".join(string_literal(w) for s, w in mapping.items() if s not in source.feeds)
+            # In the wide table's names, without a lambda (see `listed_columns`).
+            named = ", ".join(
+                f"CASE WHEN array_contains(_listed, {string_literal(s)}) THEN {string_literal(w)} END"
+                for s, w in mapping.items()
+                if s in source.feeds
+            )
+            selected += f", concat(array({keys}), array_compact(array({named}))) AS _set_columns"
+        return spark.sql(f"SELECT {selected}, _row_kind, _offset FROM {{rows}}", rows=rows)
     rows = spark.read.format("delta").option("versionAsOf", pending.source_version).load(path)
     applied = spark.sql(f"SELECT * FROM {{rows}} WHERE _offset <= {pending.to_offset}", rows=rows)
     return spark.sql(source.transform, pending=pending.rows, applied=applied)
+
+
+def listed_columns(spark: SparkSession, source: SourceSpec, rows: DataFrame) -> str:
+    """SQL for the fed source columns a record of `rows` sets (docs/semantics.md 7.1). Raises
+    InvalidInputError naming the file and line of a record listing a column the source does not feed."""
+    fed = [c for c in source.feeds if c != source.op_time]
+    listed = "CAST(array(" + ", ".join(string_literal(c) for c in fed) + ") AS array<string>)"
+    if source.set_columns is not None:
+        column = quote(source.set_columns)
+        # Column names hold no blanks: "a, b" lists a and b. No lambda here: Sail 0.7.2 fails on a
+        # lambda over a column once a filter is pushed into it ("No field named ...").
+        array_type = "array" in dict(source.columns)[source.set_columns].lower()
+        given = column if array_type else f"split(replace({column}, ' ', ''), ',')"
+        unknown = f"array_except({given}, {listed})"
+        bad = spark.sql(
+            f"SELECT _source_file, _source_line, {unknown} AS names FROM {{rows}} "
+            f"WHERE size({unknown}) > 0 ORDER BY _offset LIMIT {MAX_EXAMPLES}",
+            rows=rows,
+        ).collect()
+        if bad:
+            where = "; ".join(f"{r._source_file} line {r._source_line} names {list(r.names)}" for r in bad)
+            raise InvalidInputError(
+                f"Source {source.name}: its {source.set_columns} may only name the columns it feeds {fed}: "
+                f"{where}. Fix those records (or add the columns to its feeds)."
+            )
+        listed = f"coalesce({given}, {listed})"
+    if source.ignore_null_updates:
+        # A NULL in an ignore-NULL column is not set: the table's value stays.
+        nulls = ", ".join(
+            f"CASE WHEN {quote(c)} IS NULL THEN {string_literal(c)} END" for c in source.ignore_null_updates
+        )
+        listed = f"array_except({listed}, array({nulls}))"
+    return listed
 
 
 def changelog_preview(spark: SparkSession, table: WideTable, start_commit: int) -> str:

@@ -29,10 +29,12 @@ naming the keys and columns.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
+from wide_assets.options.tombstones import TOMBSTONE_RETENTION
 from wide_assets.pipelines.checks import applied_records, keyed_diff, table_check
 from wide_assets.pipelines.declarations import SourceSpec, WideTableSpec
 from wide_assets.pipelines.locate import LakeLocator
@@ -73,6 +75,12 @@ def _engine(spec: WideTableSpec) -> tuple[str, Mapping[str, FieldFunction]]:
 def convergence_problem(spec: WideTableSpec) -> str | None:
     """Why the declaration cannot say what `spec`'s rows must be, or None when it can."""
     engine, functions = _engine(spec)
+    with_sets = [s.name for s in spec.sources if s.has_column_sets]
+    if with_sets:
+        return (
+            f"sources {with_sets} set columns per record (set_columns, ignore_null_updates); the oracle "
+            "takes each source's latest record whole"
+        )
     if engine in FIRST_ROW_ENGINES and len(spec.sources) != 1:
         return "a first-row table's first record across several sources depends on arrival between sources"
     for column in spec.value_columns:
@@ -206,15 +214,17 @@ def _aggregated_rows(
 
 def applied_in_commits(spark: SparkSession, table: WideTable, source: str, records: DataFrame) -> DataFrame:
     """`records` (`source`'s applied CDC records) with `_commit`: the commit that applied each, as the
-    source's transaction ids in the table's commit log say (each covers the offsets after the last)."""
+    source's transaction ids in the table's commit log say (each covers the offsets after the last),
+    and `_written_s`: when that commit was written (epoch seconds, for tombstones' retention)."""
     bounds, previous = [], 0
     for commit in table.commits():
         if commit.txn is not None and commit.txn.app_id == source:
-            bounds.append((commit.commit, previous, commit.txn.offset))
+            written = datetime.fromisoformat(commit.written_at).timestamp()
+            bounds.append((commit.commit, previous, commit.txn.offset, written))
             previous = commit.txn.offset
-    ranges = spark.createDataFrame(bounds, "_commit bigint, _low bigint, _high bigint")
+    ranges = spark.createDataFrame(bounds, "_commit bigint, _low bigint, _high bigint, _written_s double")
     return spark.sql(
-        "SELECT r.*, g._commit FROM {r} r JOIN {g} g ON r._offset > g._low AND r._offset <= g._high",
+        "SELECT r.*, g._commit, g._written_s FROM {r} r JOIN {g} g ON r._offset > g._low AND r._offset <= g._high",
         r=records,
         g=ranges,
     )
@@ -262,6 +272,55 @@ def _last_removals(spark: SparkSession, spec: WideTableSpec, applied: Mapping[st
     )
 
 
+def _without_tombstoned(
+    spark: SparkSession, spec: WideTableSpec, applied: Mapping[str, DataFrame]
+) -> dict[str, DataFrame]:
+    """`applied` without the records a tombstone drops (docs/semantics.md T2): every record but a `-D`
+    whose op time is NULL or not newer than a `-D` of a `remove-row` source for its key, applied in the
+    same or an earlier commit written within the retention before its own."""
+    from wide_assets.options.tombstones import retention_seconds
+
+    retention = retention_seconds(spec.options)
+    keys = ", ".join(quote(k) for k in spec.primary_key)
+    deletes = [
+        f"SELECT {_as_wide_key(spec, s)}, _commit, _written_s, {quote(s.op_time)} AS _deleted FROM {{d{i}}} "
+        f"WHERE _row_kind = '-D' AND {quote(s.op_time)} IS NOT NULL"
+        for i, s in enumerate(spec.sources)
+        if s.deletes == "remove-row" and s.op_time is not None
+    ]
+    if not deletes:
+        return dict(applied)
+    frames: dict[str, Any] = {f"d{i}": applied[s.name] for i, s in enumerate(spec.sources)}
+    tombstones = spark.sql(" UNION ALL ".join(deletes), **frames).selectExpr(
+        keys, "_commit", "_written_s", "_deleted"
+    )
+    kept = {}
+    for source in spec.sources:
+        on = " AND ".join(
+            f"r.{quote(s)} = t.{quote(w)}" for s, w in zip(source.wide_key, spec.primary_key, strict=True)
+        )
+        time = f"r.{quote(source.op_time)}" if source.op_time else "CAST(NULL AS STRING)"
+        dropped = spark.sql(
+            f"SELECT r._offset FROM {{r}} r LEFT SEMI JOIN {{t}} t ON {on} AND t._commit <= r._commit "
+            f"AND t._written_s >= r._written_s - {retention} AND r._row_kind <> '-D' "
+            f"AND ({time} IS NULL OR {time} <= t._deleted)",
+            r=applied[source.name],
+            t=tombstones,
+        )
+        kept[source.name] = spark.sql(
+            "SELECT r.* FROM {r} r LEFT ANTI JOIN {d} d ON r._offset = d._offset",
+            r=applied[source.name],
+            d=dropped,
+        )
+    return kept
+
+
+def _as_wide_key(spec: WideTableSpec, source: SourceSpec) -> str:
+    return ", ".join(
+        f"{quote(s)} AS {quote(w)}" for s, w in zip(source.wide_key, spec.primary_key, strict=True)
+    )
+
+
 def _after_removal(
     spark: SparkSession, spec: WideTableSpec, source: SourceSpec, records: DataFrame, cuts: DataFrame
 ) -> DataFrame:
@@ -285,6 +344,8 @@ def expected_rows(spark: SparkSession, spec: WideTableSpec, applied: Mapping[str
         raise ValueError(f"table {spec.name}: no convergence oracle: {problem}.")
     engine, functions = _engine(spec)
     first = engine in FIRST_ROW_ENGINES
+    if TOMBSTONE_RETENTION in spec.options:
+        applied = _without_tombstoned(spark, spec, applied)
     if not first:
         cuts = _last_removals(spark, spec, applied)
         applied = {s.name: _after_removal(spark, spec, s, applied[s.name], cuts) for s in spec.sources}
@@ -299,7 +360,10 @@ def expected_rows(spark: SparkSession, spec: WideTableSpec, applied: Mapping[str
             else _keyed_rows(spark, spec, source, records, first, functions)
         )
         frames[f"r{index}"] = records
-        mentioned = f"WHERE {LIVE}" if first or (source.deletes == "ignore" and not source.aggregates) else ""
+        # Only an insert or update makes a row (P12: a key whose records since its last removal are
+        # retractions has none); a transform's rows are the table's records, whatever their source's.
+        fed_as_is = not source.aggregates and (source.deletes == "ignore" or source.transform is None)
+        mentioned = f"WHERE {LIVE}" if first or fed_as_is else ""
         key_selects.append(
             "SELECT "
             + ", ".join(

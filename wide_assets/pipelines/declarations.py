@@ -17,11 +17,13 @@ from wide_assets.spark_types import type_problem
 
 __all__ = [
     "DELETES",
+    "EMPTY_SNAPSHOT_RULES",
     "FORMATS",
     "JSON_FORMATS",
     "ROW_KINDS",
     "HistorySpec",
     "LakeTableSpec",
+    "SnapshotSpec",
     "SourceSpec",
     "WideTableSpec",
     "op_time_family",
@@ -70,6 +72,36 @@ def _check_columns(owner: str, columns: tuple[tuple[str, str], ...], primary_key
         raise ValueError(f"{owner}: primary key columns {missing} are not among its columns {names}.")
 
 
+# What an empty snapshot of a snapshot source means: an error, or every row deleted.
+EMPTY_SNAPSHOT_RULES = ("refuse", "truncate")
+
+
+@dataclass(frozen=True)
+class SnapshotSpec:
+    """A source whose files are full snapshots (docs/semantics.md 7.3): the landed files whose names
+    give the same `time_pattern` match are one snapshot, at the time that match reads in
+    `time_format` (Python `strptime`); `empty` says what a snapshot without rows means."""
+
+    time_pattern: str
+    time_format: str
+    empty: str = "refuse"
+
+    def __post_init__(self) -> None:
+        try:
+            groups = re.compile(self.time_pattern).groups
+        except re.error as error:
+            raise ValueError(
+                f"snapshot time_pattern {self.time_pattern!r} is not a regular expression: {error}."
+            ) from None
+        if groups != 1:
+            raise ValueError(
+                f"snapshot time_pattern {self.time_pattern!r} must capture the time in exactly one group, "
+                f"not {groups} (e.g. 'customers_(\\d{{8}})\\.csv')."
+            )
+        if self.empty not in EMPTY_SNAPSHOT_RULES:
+            raise ValueError(f"snapshot empty {self.empty!r} is not one of {EMPTY_SNAPSHOT_RULES}.")
+
+
 @dataclass(frozen=True)
 class SourceSpec:
     """A CDC source: landed change records whose rows update some columns of a wide table.
@@ -95,6 +127,12 @@ class SourceSpec:
     the value of each fed column of a source whose rows are not keyed by the table (`key_columns`):
     the aggregate over the latest record of each of its rows with that table key, where `_live` says
     whether that record is an insert or update (not a retraction), e.g. `count_if(_live)`.
+
+    Per-record column sets (docs/semantics.md 7.1): `set_columns` names the source column listing, per
+    record, the fed columns the record sets (an `array<string>`, or a `string` of comma-separated
+    names; NULL = all of them): a listed column takes the record's value, NULL included, an unlisted
+    one keeps the table's. `ignore_null_updates` lists fed columns whose NULL in a record keeps the
+    table's value instead of writing NULL.
     """
 
     name: str
@@ -110,6 +148,9 @@ class SourceSpec:
     key_columns: tuple[str, ...] = ()
     deletes: str = "remove-row"
     aggregates: Mapping[str, str] = field(default_factory=dict)
+    set_columns: str | None = None
+    ignore_null_updates: tuple[str, ...] = ()
+    snapshot: SnapshotSpec | None = None
 
     def __post_init__(self) -> None:
         _check_identifier("source name", self.name)
@@ -145,6 +186,72 @@ class SourceSpec:
             raise ValueError(f"source {self.name}: op-time column {self.op_time!r} is not among its columns.")
         if self.aggregates:
             self._check_aggregates()
+        if self.set_columns is not None or self.ignore_null_updates:
+            self._check_column_sets()
+        if self.snapshot is not None:
+            self._check_snapshot()
+
+    def _check_snapshot(self) -> None:
+        if self.format not in ("csv", "parquet"):
+            raise ValueError(
+                f"source {self.name}: snapshots are landed as csv or parquet files, not {self.format}."
+            )
+        op_type = dict(self.columns).get(self.op_time or "", "")
+        if not _TEMPORAL.fullmatch(op_type.strip()):
+            raise ValueError(
+                f"source {self.name}: a snapshot source declares an op_time column of a date or timestamp "
+                "type: each snapshot's time fills it (its files do not hold it)."
+            )
+        refused = [
+            name
+            for name, value in (
+                ("max_bad_records", self.max_bad_records),
+                ("transform", self.transform),
+                ("set_columns", self.set_columns),
+            )
+            if value is not None
+        ]
+        if refused:
+            raise ValueError(
+                f"source {self.name}: a snapshot source cannot have {refused}: a row left out of a "
+                "snapshot is a delete, so every row must be read as it is."
+            )
+
+    @property
+    def has_column_sets(self) -> bool:
+        """Whether its records say which columns they set (`set_columns`, `ignore_null_updates`)."""
+        return self.set_columns is not None or bool(self.ignore_null_updates)
+
+    def _check_column_sets(self) -> None:
+        if self.transform is not None:
+            raise ValueError(
+                f"source {self.name}: set_columns and ignore_null_updates apply to fed columns; a source "
+                "with a transform computes its rows itself."
+            )
+        if self.set_columns is not None:
+            types = dict(self.columns)
+            if self.set_columns not in types:
+                raise ValueError(
+                    f"source {self.name}: set_columns {self.set_columns!r} is not among its columns "
+                    f"{list(self.column_names)}{did_you_mean(self.set_columns, self.column_names)}."
+                )
+            if self.set_columns in self.feeds or self.set_columns in self.wide_key:
+                raise ValueError(
+                    f"source {self.name}: set_columns {self.set_columns!r} lists the columns a record "
+                    "sets; it cannot also be a key or fed column."
+                )
+            if types[self.set_columns].replace(" ", "").lower() not in ("string", "array<string>"):
+                raise ValueError(
+                    f"source {self.name}: set_columns {self.set_columns!r} has type "
+                    f"{types[self.set_columns]!r}; declare it `array<string>` or `string` (comma-separated)."
+                )
+        not_fed = [c for c in self.ignore_null_updates if c not in self.feeds or c == self.op_time]
+        if not_fed:
+            fed = [c for c in self.feeds if c != self.op_time]
+            raise ValueError(
+                f"source {self.name}: ignore_null_updates {not_fed} are not value columns it feeds {fed}"
+                f"{did_you_mean(not_fed[0], fed)}."
+            )
 
     def _check_aggregates(self) -> None:
         if self.wide_key == self.primary_key:

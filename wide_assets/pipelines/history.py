@@ -6,7 +6,7 @@ sets the tracked columns its source feeds (NULL for a retraction, except a fed o
 keeps the retraction's time, as a sequence group does: P10), a `-D` of a `remove-row` source removes
 the row, and a retraction of an `ignore` source is no event; a record of a source whose columns are
 computed from its rows (a transform, aggregates) sets no tracked column but writes the row. A record
-whose op time is NULL touches nothing (P6) and is no event either. docs/semantics.md section 7 states the rules with an example.
+whose op time is NULL touches nothing (P6) and is no event either. docs/semantics.md section 8 states the rules with an example.
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ from wide_assets.errors import InvalidInputError
 from wide_assets.locking import exclusive
 from wide_assets.pipelines.cdc_csv import UnreadableFile, read_csv
 from wide_assets.pipelines.declarations import JSON_FORMATS, ROW_KINDS, SourceSpec
+from wide_assets.pipelines.snapshots import snapshot_records
 from wide_assets.sql import RowKind, quote, string_literal
 
 if TYPE_CHECKING:
@@ -304,11 +305,18 @@ def _ingest(spark: SparkSession, source: SourceSpec, files: Sequence[LandedFile]
     new = [f for f in files if (f.name, f.sha256) not in seen]
     skipped = tuple(f.name for f in files if (f.name, f.sha256) in seen)
     appended = quarantined = duplicates = 0
-    if new:
-        records = reduce(
+    changed = None
+    if new and source.snapshot is not None:
+        changed = snapshot_records(
+            spark, source, new, path if exists else None, lambda shape, f, i: _read(spark, shape, f, i)
+        )
+    elif new:
+        changed = reduce(
             lambda a, b: a.unionByName(b), (_read(spark, source, f, i) for i, f in enumerate(new))
         )
-        if source.op_time is not None:
+    if changed is not None:
+        records = changed
+        if source.op_time is not None and source.snapshot is None:
             records = _mark_duplicates(spark, source, records, path if exists else None)
             duplicates = records.where(DUPLICATE).count()
         if source.max_bad_records is None:

@@ -27,6 +27,7 @@ class Origin(StrEnum):
     COMMIT = "commit"  # the marker of a commit (`CommitInfo`)
     COMPACTION = "compaction"  # the marker of a compaction (`CompactionInfo`)
     RESOLUTION = "resolution"  # the marker of a compaction's resolved images (`Resolution`)
+    TOMBSTONE = "tombstone"  # a delete's key and time, kept for `wide-assets.tombstone-retention`
 
 
 MARKERS = (Origin.COMMIT, Origin.COMPACTION, Origin.RESOLUTION)

@@ -37,6 +37,7 @@ from wide_assets.table.log import CommitInfo, Origin, Txn, now
 from wide_assets.table.reads import Reader
 from wide_assets.table.recovery import catch_up
 from wide_assets.table.storage import Storage
+from wide_assets.table.tombstones import tombstone_rows, without_tombstoned
 
 logger = logging.getLogger(__name__)
 
@@ -185,8 +186,14 @@ def attempt(
         if merge.auto_increment is not None:
             batch, next_id = assign_auto_increment(spark, batch, stored, markers.next_auto_increment)
             info = replace(info, next_auto_increment=next_id)
-        entries = merge_batch(spark, batch, stored)
+        # Durable tombstones (docs/semantics.md 7.2): logged with this commit, read before its merge.
+        merged = batch
+        if merge.tombstone_retention_s is not None:
+            merged = without_tombstoned(storage, batch, info, markers.commits)
+        entries = merge_batch(spark, merged, stored)
         parts = [storage.log_rows(entries, info.commit, Origin.MERGED)]
+        if merge.tombstone_retention_s is not None and batch.retractions != 0:
+            parts.append(storage.log_rows(tombstone_rows(spark, batch), info.commit, Origin.TOMBSTONE))
     if merge.changelog_producer == "input":
         parts.append(storage.log_rows(input_changelog(spark, batch), info.commit, Origin.INPUT))
     every = merge.full_compaction_delta_commits
