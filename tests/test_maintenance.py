@@ -12,6 +12,7 @@ from typing import Any
 
 import dagster as dg
 import pytest
+from deltalake import DeltaTable
 
 from resources import LakeSettings, SparkEngine
 from wide_assets import WideTable
@@ -77,7 +78,18 @@ def test_table_health_needs_no_spark(setup: Any) -> None:
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["3", str(table_health(table.path).files)]
+    assert done.stdout.split() == ["3", str(len(DeltaTable(table.path).file_uris()))]
+
+
+def test_health_and_changelog_version_as_delta_rs_reads_them(setup: Any) -> None:
+    """The facade's metadata against delta-rs's own reading of the two Delta tables."""
+    _, _, table, _ = setup
+    data, log = DeltaTable(table.path), DeltaTable(table.changelog_path)
+    health = table.health()
+    sizes = data.get_add_actions(flatten=True).column("size_bytes").to_pylist()
+    assert (health.files, health.bytes, health.log_files) == (len(sizes), sum(sizes), len(log.file_uris()))
+    assert (health.pending_commits, health.last_commit, health.last_compaction) == (3, 3, None)
+    assert table.changelog_version == log.version()
 
 
 def checks(defs: dg.Definitions) -> dict[str, Any]:

@@ -100,12 +100,12 @@ def pending_records(
     spark: SparkSession, table: WideTable, source: str, path: str, upto_at_most: int | None = None
 ) -> Pending:
     """`source`'s CDC records past the `_offset` `table` consumed (and not past `upto_at_most`)."""
-    from deltalake import DeltaTable
+    from wide_assets.table import delta_tables
 
-    if not DeltaTable.is_deltatable(path):
-        raise TableStateError(f"Source {source} has no CDC table at {path}; materialize it first.")
     # Pinned to one version: the records and the version reported for them must agree.
-    version = DeltaTable(path).version()
+    version = delta_tables.version(path)
+    if version is None:
+        raise TableStateError(f"Source {source} has no CDC table at {path}; materialize it first.")
     rows = spark.read.format("delta").option("versionAsOf", version).load(path)
     last = consumed_offsets(table).get(source, 0)
     bound = "" if upto_at_most is None else f" AND _offset <= {int(upto_at_most)}"

@@ -30,7 +30,7 @@ from wide_assets.pipelines.ingest import (
 )
 from wide_assets.pipelines.landing import LandingZone
 from wide_assets.pipelines.locate import LakeLocator, SparkProvider, asset_key, lake_name, table_path
-from wide_assets.pipelines.maintenance import CompactionPolicy, is_write_only, maintenance_defs, table_health
+from wide_assets.pipelines.maintenance import CompactionPolicy, is_write_only, maintenance_defs
 from wide_assets.pipelines.markdown import markdown_table
 from wide_assets.pipelines.triggers import HOURLY, hourly_schedule, new_data_sensor, run_failure_logger
 
@@ -211,8 +211,6 @@ def table_asset(
         lake: dg.ResourceParam[LakeLocator],
     ) -> dg.MaterializeResult[Any]:
         """What is new upstream, applied to the table once, however often the run is repeated."""
-        from deltalake import DeltaTable
-
         session = spark.spark
         table = open_wide_table(session, spec, table_path(lake, spec))
         first_new = table.last_commit + 1
@@ -222,7 +220,7 @@ def table_asset(
             {
                 "dagster/row_count": table.read().count(),
                 "delta_version": table.version,
-                "changelog_version": DeltaTable(table.changelog_path).version(),
+                "changelog_version": table.changelog_version,
                 "last_commit": table.last_commit,
                 "commits_this_run": sum(len(item.results) for item in applied),
                 "path": dg.MetadataValue.path(table.path),
@@ -232,7 +230,7 @@ def table_asset(
             }
         )
         # At a glance: what a compaction would fold in, and how many files reads open.
-        health = table_health(table.path)
+        health = table.health()
         metadata.update(
             {
                 "pending_commits": health.pending_commits,
@@ -397,9 +395,7 @@ def materialized_table_asset(
         spark: dg.ResourceParam[SparkProvider], lake: dg.ResourceParam[LakeLocator]
     ) -> dg.MaterializeResult[Any]:
         """The query's result over the upstream tables as they are now, replacing the previous one."""
-        from deltalake import DeltaTable
-
-        from wide_assets.table import WideTable
+        from wide_assets.table import WideTable, delta_tables
 
         session = spark.spark
         tables = {alias: WideTable.open(session, table_path(lake, spec)) for alias, spec in upstreams.items()}
@@ -411,7 +407,7 @@ def materialized_table_asset(
         return dg.MaterializeResult[Any](
             metadata={
                 "dagster/row_count": written.count(),
-                "delta_version": DeltaTable(path).version(),
+                "delta_version": delta_tables.version(path),
                 "upstream_versions": {alias: t.version for alias, t in tables.items()},
                 "path": dg.MetadataValue.path(path),
                 "dagster/column_schema": table_schema(

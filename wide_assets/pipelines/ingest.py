@@ -104,12 +104,12 @@ def _delta_data_files(root: Path, source: SourceSpec) -> list[Path]:
     """The Parquet files of an append-only, unpartitioned Delta table: each is one landed file, ingested
     once. A table whose files were rewritten or removed (OPTIMIZE, DELETE, MERGE, an overwrite) would
     offer its records again under new file names, so it is refused rather than ingested twice."""
-    from deltalake import DeltaTable
+    from wide_assets.table import delta_tables
 
     location = root / source.files[0]
-    if not DeltaTable.is_deltatable(str(location)):
+    if not delta_tables.exists(str(location)):
         raise InvalidInputError(f"Source {source.name}: {location} is not a Delta table.")
-    table = DeltaTable(str(location))
+    table = delta_tables.open_table(str(location))
     for entry in table.history():
         operation = str(entry.get("operation", ""))
         parameters = entry.get("operationParameters") or {}
@@ -210,11 +210,13 @@ def _nearly_matches(pattern: str, name: str) -> bool:
 
 def _ever_ingested(path: str) -> bool:
     """Whether the CDC table at `path` or its quarantine holds a record (delta-rs, without Spark)."""
-    from deltalake import DeltaTable
+    from wide_assets.table import delta_tables
 
     for table in (path, quarantine_path(path)):
-        if DeltaTable.is_deltatable(table):
-            records = DeltaTable(table).get_add_actions(flatten=True).column("num_records").to_pylist()
+        if delta_tables.exists(table):
+            records = (
+                delta_tables.open_table(table).get_add_actions(flatten=True).column("num_records").to_pylist()
+            )
             # A file without statistics (no record count) may hold records: it counts.
             if any(n != 0 for n in records):
                 return True
@@ -297,9 +299,9 @@ def ingest(spark: SparkSession, source: SourceSpec, files: Sequence[LandedFile],
 
 
 def _ingest(spark: SparkSession, source: SourceSpec, files: Sequence[LandedFile], path: str) -> IngestResult:
-    from deltalake import DeltaTable
+    from wide_assets.table import delta_tables
 
-    exists = DeltaTable.is_deltatable(path)
+    exists = delta_tables.exists(path)
     seen, base_offset = _ingested(spark, path) if exists else (set(), 0)
     new = [f for f in files if (f.name, f.sha256) not in seen]
     skipped = tuple(f.name for f in files if (f.name, f.sha256) in seen)
@@ -322,7 +324,7 @@ def _ingest(spark: SparkSession, source: SourceSpec, files: Sequence[LandedFile]
         # Header-only files add nothing; classic Delta Spark would still commit an empty version.
         if appended:
             rows.write.format("delta").mode("append").save(path)
-    if not DeltaTable.is_deltatable(path):
+    if not delta_tables.exists(path):
         # An empty table lets the wide table read every source before the first file lands.
         ddl = ", ".join(f"{quote(name)} {type_}" for name, type_ in cdc_columns(source))
         spark.createDataFrame([], ddl).write.format("delta").mode("append").save(path)
@@ -333,7 +335,7 @@ def _ingest(spark: SparkSession, source: SourceSpec, files: Sequence[LandedFile]
     ).collect()[0]
     return IngestResult(
         path=path,
-        version=DeltaTable(path).version(),
+        version=delta_tables.open_table(path).version(),
         appended=appended,
         ingested=tuple(f.name for f in new),
         skipped=skipped,
@@ -557,7 +559,7 @@ def _quarantine(spark: SparkSession, source: SourceSpec, records: DataFrame, pat
     Idempotent per file: a run that dies after this but before the CDC append quarantines nothing
     twice when it is repeated.
     """
-    from deltalake import DeltaTable
+    from wide_assets.table import delta_tables
 
     bad = records.where("_problems <> ''")
     count = bad.count()
@@ -566,7 +568,7 @@ def _quarantine(spark: SparkSession, source: SourceSpec, records: DataFrame, pat
         malformed = records.where(f"NOT {DUPLICATE}")
         if malformed.where("_problems <> ''").count() > source.max_bad_records:
             _reject_bad_records(spark, source, malformed)
-    if not DeltaTable.is_deltatable(path):
+    if not delta_tables.exists(path):
         ddl = ", ".join(f"{quote(n)} {t}" for n, t in QUARANTINE_COLUMNS)
         spark.createDataFrame([], ddl).write.format("delta").mode("append").save(path)
     if not count:

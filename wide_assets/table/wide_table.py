@@ -24,6 +24,7 @@ from wide_assets.locking import exclusive
 from wide_assets.schema import Column
 from wide_assets.spec import TableSpec
 from wide_assets.table import arbiter, compaction, maintenance, protocol
+from wide_assets.table.health import TableHealth, table_health
 from wide_assets.table.log import CommitInfo, CompactionInfo, Txn
 from wide_assets.table.protocol import WriteResult
 from wide_assets.table.publish import PublishResult, publish
@@ -147,6 +148,15 @@ class WideTable:
     def version(self) -> int:
         """The wide table's current Delta version."""
         return self._storage.version
+
+    @property
+    def changelog_version(self) -> int:
+        """The commit log's (`changelog_path`'s) current Delta version."""
+        return self._storage.log.version()
+
+    def health(self) -> TableHealth:
+        """Pending commits, files, bytes and the last compaction, from one read of the commit log."""
+        return table_health(self._storage.log)
 
     def commits(self) -> list[CommitInfo]:
         """Every commit's marker, oldest first."""
