@@ -237,7 +237,9 @@ def _shared_key_units(
     # Only a record that may remove the row changes a row by its order against another source's
     # record (a retraction of a `remove-row` source); under first-row, where the first record of a
     # key wins, every record does.
-    every_record = table.spec.merge.engine in ("first-row", "first_row")
+    from wide_assets.merge import engine_for
+
+    every_record = engine_for(table.spec.merge).first_record_wins
     keys = ", ".join(quote(k) for k in spec.primary_key)
     types = dict(spec.columns)
     frames: dict[str, Any] = {}

@@ -41,6 +41,7 @@ from wide_assets.sql import quote
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from wide_assets.options.common import MergeOptions
     from wide_assets.schema import FieldFunction
     from wide_assets.table import WideTable
 
@@ -54,26 +55,31 @@ __all__ = [
 
 CONVERGENCE_CHECK = "converges_to_source_join"
 LIVE = "_row_kind IN ('+I', '+U')"
-FIRST_ROW_ENGINES = ("first-row", "first_row")
 # Functions under which a column holds its latest record's value, as the oracle assumes.
 LATEST_VALUE_FUNCTIONS = ("last_value",)
 # Functions the oracle folds over a source's records itself: value -> its SQL over the records.
 FOLDED_FUNCTIONS = ("sum", "max", "min")
 
 
-def _engine(spec: WideTableSpec) -> tuple[str, Mapping[str, FieldFunction]]:
-    """The merge engine's name and each column's aggregate function, as the table's options parse
-    (which also validates them, so a bad option fails here, when definitions load)."""
+def _merge(spec: WideTableSpec) -> MergeOptions:
+    """The merge the table's options select (parsing validates them, so a bad option fails here, when
+    definitions load)."""
     from wide_assets.spec import TableSpec
 
-    merge = TableSpec.build(spec.columns, spec.primary_key, spec.options).merge
-    return merge.engine, merge.functions
+    return TableSpec.build(spec.columns, spec.primary_key, spec.options).merge
+
+
+def _first_record_wins(merge: MergeOptions) -> bool:
+    from wide_assets.merge import engine_for
+
+    return engine_for(merge).first_record_wins
 
 
 def convergence_problem(spec: WideTableSpec) -> str | None:
     """Why the declaration cannot say what `spec`'s rows must be, or None when it can."""
-    engine, functions = _engine(spec)
-    if engine in FIRST_ROW_ENGINES and len(spec.sources) != 1:
+    merge = _merge(spec)
+    functions = merge.functions
+    if _first_record_wins(merge) and len(spec.sources) != 1:
         return "a first-row table's first record across several sources depends on arrival between sources"
     for column in spec.value_columns:
         feeders = spec.fed_by(column)
@@ -84,7 +90,7 @@ def convergence_problem(spec: WideTableSpec) -> str | None:
             continue
         function = functions.get(column)
         name = None if function is None else function.name
-        if engine == "aggregation" and name not in FOLDED_FUNCTIONS:
+        if merge.engine == "aggregation" and name not in FOLDED_FUNCTIONS:
             # Its implicit `last_non_null_value` (A1) keeps the last non-NULL value by arrival.
             return (
                 f"column {column} of an aggregation table has the function {name or 'last_non_null_value'}; "
@@ -283,8 +289,9 @@ def expected_rows(spark: SparkSession, spec: WideTableSpec, applied: Mapping[str
     problem = convergence_problem(spec)
     if problem:
         raise ValueError(f"table {spec.name}: no convergence oracle: {problem}.")
-    engine, functions = _engine(spec)
-    first = engine in FIRST_ROW_ENGINES
+    merge = _merge(spec)
+    functions = merge.functions
+    first = _first_record_wins(merge)
     if not first:
         cuts = _last_removals(spark, spec, applied)
         applied = {s.name: _after_removal(spark, spec, s, applied[s.name], cuts) for s in spec.sources}

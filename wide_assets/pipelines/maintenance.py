@@ -183,7 +183,7 @@ def changelog_checks(spec: LakeTableSpec, policy: CompactionPolicy) -> list[dg.A
         session = spark.spark
         table = WideTable.open(session, table_path(lake, spec))
         merge = table.spec.merge
-        if merge.dialect == "paimon" and merge.changelog_producer == "none":
+        if not merge.produces_changelog:
             return not_judged(f"{spec.name} keeps no changelog (changelog-producer 'none').")
         if table.last_commit == 0:
             return not_judged(f"{spec.name} has no commit yet.", commits=0)
