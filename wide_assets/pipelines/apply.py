@@ -16,7 +16,7 @@ from wide_assets.errors import ConcurrentWriteError, TableStateError
 from wide_assets.pipelines.declarations import LakeTableSpec, SourceSpec, WideTableSpec, op_time_family
 from wide_assets.pipelines.markdown import markdown_table
 from wide_assets.pipelines.run_order import Unit, commit_segments
-from wide_assets.sql import quote, string_literal
+from wide_assets.sql import columns, key_join, quote, string_literal
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -240,7 +240,7 @@ def _shared_key_units(
     from wide_assets.merge import engine_for
 
     every_record = engine_for(table.spec.merge).first_record_wins
-    keys = ", ".join(quote(k) for k in spec.primary_key)
+    keys = columns(spec.primary_key)
     types = dict(spec.columns)
     frames: dict[str, Any] = {}
     selects = []
@@ -264,8 +264,7 @@ def _shared_key_units(
     union = " UNION ALL ".join(selects)
     rows = spark.sql(
         f"WITH u AS ({union}), shared AS (SELECT {keys} FROM u GROUP BY {keys} HAVING count(DISTINCT _source) > 1) "
-        f"SELECT u.* FROM u LEFT SEMI JOIN shared s ON "
-        + " AND ".join(f"u.{quote(k)} = s.{quote(k)}" for k in spec.primary_key),
+        f"SELECT u.* FROM u LEFT SEMI JOIN shared s ON " + key_join(spec.primary_key, "u", "s"),
         **frames,
     ).collect()
     grouped: dict[tuple[str, int], tuple[Any, set[Hashable], list[bool]]] = {}
@@ -340,7 +339,7 @@ def key_report(spark: SparkSession, rows: DataFrame, primary_key: Sequence[str])
     commit touching one key writes such a file. So rows of duplicated keys are derived: rows with a
     complete key, minus distinct keys, plus duplicated keys.
     """
-    keys = ", ".join(quote(k) for k in primary_key)
+    keys = columns(primary_key)
     null_key = " OR ".join(f"{quote(k)} IS NULL" for k in primary_key)
     # count(DISTINCT a, b) skips tuples with a NULL part: it counts complete keys only.
     totals = spark.sql(

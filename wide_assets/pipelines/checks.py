@@ -20,7 +20,7 @@ from wide_assets.pipelines.declarations import JSON_FORMATS, LakeTableSpec, Sour
 from wide_assets.pipelines.ingest import quarantine_path
 from wide_assets.pipelines.landing import LandingZone
 from wide_assets.pipelines.locate import LakeLocator, SparkProvider, asset_key, table_path
-from wide_assets.sql import quote, string_literal
+from wide_assets.sql import columns, key_join, quote, string_literal
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -109,14 +109,14 @@ def row_diff(
 
 
 def _absent(
-    spark: "SparkSession", rows: "DataFrame", other: "DataFrame", columns: Sequence[str]
+    spark: "SparkSession", rows: "DataFrame", other: "DataFrame", compared: Sequence[str]
 ) -> tuple[int, list[str]]:
-    """How many of `rows` (on `columns`) `other` lacks, with a few of them shown."""
-    selected = ", ".join(quote(c) for c in columns)
+    """How many of `rows` (on `compared` columns) `other` lacks, with a few of them shown."""
+    selected = columns(compared)
     absent = spark.sql(
         f"SELECT {selected} FROM {{r}} EXCEPT ALL SELECT {selected} FROM {{o}}", r=rows, o=other
     )
-    return absent.count(), [_show(r, columns) for r in absent.limit(MAX_EXAMPLES).collect()]
+    return absent.count(), [_show(r, compared) for r in absent.limit(MAX_EXAMPLES).collect()]
 
 
 def _show(row: Any, columns: Sequence[str]) -> str:
@@ -146,7 +146,7 @@ def keyed_diff(
     columns: Sequence[str],
 ) -> KeyedDiff:
     """Compare two DataFrames keyed by `key` (unique on both sides) column by column, NULL equal to NULL."""
-    on = " AND ".join(f"a.{quote(k)} = e.{quote(k)}" for k in key)
+    on = key_join(key, "a", "e")
     first = quote(key[0])
     keys = ", ".join(f"coalesce(a.{quote(k)}, e.{quote(k)}) AS {quote(k)}" for k in key)
     flags = [f"NOT (a.{quote(c)} <=> e.{quote(c)})" for c in columns]

@@ -36,7 +36,7 @@ import dagster as dg
 from wide_assets.pipelines.checks import applied_records, keyed_diff, table_check
 from wide_assets.pipelines.declarations import SourceSpec, WideTableSpec
 from wide_assets.pipelines.locate import LakeLocator
-from wide_assets.sql import quote
+from wide_assets.sql import columns, key_join, quote
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -130,7 +130,7 @@ def _keyed_rows(
     functions: Mapping[str, FieldFunction],
 ) -> DataFrame:
     """One row per table key: the fed columns of its latest (or first) record, or their fold."""
-    wide_key = ", ".join(quote(c) for c in source.wide_key)
+    wide_key = columns(source.wide_key)
     keys = ", ".join(
         f"{quote(s)} AS {quote(w)}" for s, w in zip(source.wide_key, spec.primary_key, strict=True)
     )
@@ -166,8 +166,8 @@ def _aggregated_rows(
 ) -> DataFrame:
     """One row per table key the source mentions: its declared aggregates over the latest record of each
     source row now holding that key (a key all of whose rows moved away aggregates one row, not live)."""
-    rows = ", ".join(quote(c) for c in source.primary_key)
-    wide_key = [quote(c) for c in source.wide_key]
+    rows = columns(source.primary_key)
+    wide_key = columns(source.wide_key)
     latest = spark.sql(
         f"SELECT *, {LIVE} AS _live FROM (SELECT *, row_number() OVER (PARTITION BY {rows} "
         f"ORDER BY {_order(source, first=False)}) AS _rank FROM {{records}}) WHERE _rank = 1",
@@ -177,23 +177,25 @@ def _aggregated_rows(
         quote(name) if name in source.wide_key else f"CAST(NULL AS {type_}) AS {quote(name)}"
         for name, type_ in source.columns
     )
-    same_key = " AND ".join(f"r.{c} = l.{c}" for c in wide_key)
+    same_key = key_join(source.wide_key, "r", "l")
     considered = spark.sql(
-        f"SELECT {', '.join(quote(n) for n in source.column_names)}, _row_kind, _offset, _live FROM {{latest}} "
+        f"SELECT {columns(source.column_names)}, _row_kind, _offset, _live FROM {{latest}} "
         f"UNION ALL SELECT {emptied}, CAST(NULL AS STRING) AS _row_kind, CAST(NULL AS BIGINT) AS _offset, "
-        f"FALSE AS _live FROM (SELECT DISTINCT r.* FROM (SELECT {', '.join(wide_key)} FROM {{records}}) r "
+        f"FALSE AS _live FROM (SELECT DISTINCT r.* FROM (SELECT {wide_key} FROM {{records}}) r "
         f"LEFT ANTI JOIN {{latest}} l ON {same_key})",
         latest=latest,
         records=records,
     )
     wide_types = dict(spec.columns)
-    keys = ", ".join(f"{s} AS {quote(w)}" for s, w in zip(wide_key, spec.primary_key, strict=True))
+    keys = ", ".join(
+        f"{quote(s)} AS {quote(w)}" for s, w in zip(source.wide_key, spec.primary_key, strict=True)
+    )
     aggregates = ", ".join(
         f"CAST({expression} AS {wide_types[wide]}) AS {quote(wide)}"
         for wide, expression in source.aggregates.items()
     )
     grouped = spark.sql(
-        f"SELECT {keys}, {aggregates} FROM {{considered}} GROUP BY {', '.join(wide_key)}",
+        f"SELECT {keys}, {aggregates} FROM {{considered}} GROUP BY {wide_key}",
         considered=considered,
     )
     op_target = source.feeds.get(source.op_time or "")
@@ -201,10 +203,10 @@ def _aggregated_rows(
         return grouped
     times = spark.sql(
         f"SELECT {keys}, max({quote(source.op_time or '')}) AS {quote(op_target)} FROM {{records}} "
-        f"GROUP BY {', '.join(wide_key)}",
+        f"GROUP BY {wide_key}",
         records=records,
     )
-    on = " AND ".join(f"g.{quote(k)} = t.{quote(k)}" for k in spec.primary_key)
+    on = key_join(spec.primary_key, "g", "t")
     return spark.sql(
         f"SELECT g.*, t.{quote(op_target)} FROM {{g}} g JOIN {{t}} t ON {on}", g=grouped, t=times
     )
@@ -236,8 +238,8 @@ def _last_removals(spark: SparkSession, spec: WideTableSpec, applied: Mapping[st
             f"r.{quote(s)} AS {quote(w)}" for s, w in zip(source.wide_key, spec.primary_key, strict=True)
         )
         time = f"r.{quote(source.op_time)}" if source.op_time else "NULL"
-        same = " AND ".join(f"r.{quote(c)} <=> d.{quote(c)}" for c in source.wide_key)
-        wide_key = ", ".join(quote(c) for c in source.wide_key)
+        same = key_join(source.wide_key, "r", "d", null_safe=True)
+        wide_key = columns(source.wide_key)
         rows = spark.sql(
             f"SELECT {keys}, r._commit, r._offset, {time} AS _time, r._row_kind FROM {{r}} r LEFT SEMI JOIN "
             f"(SELECT DISTINCT {wide_key} FROM {{r}} WHERE _row_kind = '-D') d ON {same}",
@@ -318,20 +320,19 @@ def expected_rows(spark: SparkSession, spec: WideTableSpec, applied: Mapping[str
         wide: index for index, source in enumerate(spec.sources) for wide in spec.column_map(source).values()
     }
     types = dict(spec.columns)
-    columns = [f"k.{quote(k)}" for k in spec.primary_key] + [
+    selected = [f"k.{quote(k)}" for k in spec.primary_key] + [
         f"CAST(s{fed[c]}.{quote(c)} AS {types[c]}) AS {quote(c)}"
         if c in fed
         else f"CAST(NULL AS {types[c]}) AS {quote(c)}"
         for c in spec.value_columns
     ]
     joins = " ".join(
-        f"LEFT JOIN {{s{i}}} s{i} ON "
-        + " AND ".join(f"k.{quote(k)} = s{i}.{quote(k)}" for k in spec.primary_key)
+        f"LEFT JOIN {{s{i}}} s{i} ON " + key_join(spec.primary_key, "k", f"s{i}")
         for i in range(len(spec.sources))
     )
     return spark.sql(
         f"WITH k AS (SELECT DISTINCT * FROM ({' UNION ALL '.join(key_selects)})) "
-        f"SELECT {', '.join(columns)} FROM k {joins}",
+        f"SELECT {', '.join(selected)} FROM k {joins}",
         **frames,
     )
 

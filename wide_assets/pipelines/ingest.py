@@ -38,7 +38,7 @@ from wide_assets.errors import InvalidInputError
 from wide_assets.locking import exclusive
 from wide_assets.pipelines.cdc_csv import UnreadableFile, read_csv
 from wide_assets.pipelines.declarations import JSON_FORMATS, ROW_KINDS, SourceSpec
-from wide_assets.sql import RowKind, quote, string_literal
+from wide_assets.sql import RowKind, columns, key_join, quote, string_literal
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -592,9 +592,9 @@ def _mark_duplicates(
 ) -> DataFrame:
     """`records` where each usable record identical to an earlier one (in the CDC table at `path`, or
     earlier in this run by file and line) has the problem 'duplicate of <file> line <n>'."""
-    identity = [quote(c) for c in (*source.column_names, "_row_kind")]
-    columns = ", ".join(f"r.{quote(c)}" for c in records.columns if c != "_problems")
-    window = f"(PARTITION BY {', '.join(identity)} ORDER BY _file_index, _source_line)"
+    identity = (*source.column_names, "_row_kind")
+    kept = columns([c for c in records.columns if c != "_problems"], "r.")
+    window = f"(PARTITION BY {columns(identity)} ORDER BY _file_index, _source_line)"
     ranked = spark.sql(
         f"SELECT *, row_number() OVER {window} AS _n, first_value(_source_file) OVER {window} AS _first_file, "
         f"first_value(_source_line) OVER {window} AS _first_line FROM {{records}} WHERE _problems = ''",
@@ -603,19 +603,19 @@ def _mark_duplicates(
     in_run = "concat('duplicate of ', r._first_file, ' line ', r._first_line, ' (duplicate record)')"
     if path is None:
         marked = spark.sql(
-            f"SELECT {columns}, CASE WHEN r._n > 1 THEN {in_run} ELSE '' END AS _problems FROM {{r}} r",
+            f"SELECT {kept}, CASE WHEN r._n > 1 THEN {in_run} ELSE '' END AS _problems FROM {{r}} r",
             r=ranked,
         )
     else:
-        keys = ", ".join(identity)
+        keys = columns(identity)
         earlier = spark.sql(
             f"SELECT {keys}, min_by(_source_file, _offset) AS _file, min_by(_source_line, _offset) AS _line "
             f"FROM {{done}} GROUP BY {keys}",
             done=spark.read.format("delta").load(path),
         )
-        same = " AND ".join(f"r.{c} <=> e.{c}" for c in identity)
+        same = key_join(identity, "r", "e", null_safe=True)
         marked = spark.sql(
-            f"SELECT {columns}, CASE WHEN e._file IS NOT NULL "
+            f"SELECT {kept}, CASE WHEN e._file IS NOT NULL "
             "THEN concat('duplicate of ', e._file, ' line ', e._line, ' (duplicate record)') "
             f"WHEN r._n > 1 THEN {in_run} ELSE '' END AS _problems FROM {{r}} r LEFT JOIN {{e}} e ON {same}",
             r=ranked,
@@ -626,9 +626,8 @@ def _mark_duplicates(
 
 def _with_offsets(spark: SparkSession, source: SourceSpec, records: DataFrame, base_offset: int) -> DataFrame:
     """The CDC rows to append: arrival order continues after the table's largest `_offset`."""
-    columns = ", ".join(quote(n) for n in source.column_names)
     return spark.sql(
-        f"SELECT {columns}, _row_kind, "
+        f"SELECT {columns(source.column_names)}, _row_kind, "
         f"CAST({base_offset} + row_number() OVER (ORDER BY _file_index, _source_line) AS BIGINT) AS _offset, "
         "_source_file, _source_line, _source_hash FROM {records}",
         records=records,
