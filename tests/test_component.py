@@ -14,7 +14,7 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -22,12 +22,13 @@ from typing import Any
 
 import dagster as dg
 import pytest
-import yaml
+import yaml  # type: ignore[import-untyped]  # PyYAML ships its types as a separate package (types-PyYAML)
 from dagster.components.testing import DefsFolderSandbox, create_defs_folder_sandbox
+from dagster_parts import asset_definitions, assets_and_checks, step_error
 
-from resources import LakeSettings, SparkEngine
 from wide_assets import WideTableComponent
 from wide_assets.pipelines import LandingZone
+from wide_assets.pipelines.resources import LakeSettings, SparkEngine
 from wide_assets.table import WideTable
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -186,7 +187,7 @@ def _rename(mapping: dict[str, Any], old: str, new: str) -> None:
     mapping[new] = mapping.pop(old)
 
 
-BAD = {
+BAD: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "misspelled source field": (
         lambda d: _rename(_source(d), "op_time", "op_tme"),
         "source has no field 'op_tme' (did you mean 'op_time'?)",
@@ -296,7 +297,7 @@ def test_post_processing_reaches_every_asset_of_the_table(sandbox: DefsFolderSan
         "assets": [{"target": "*", "attributes": {"owners": ["team:data"], "tags": {"tier": "gold"}}}]
     }
     defs = build(sandbox, path, doc)
-    specs = {spec.key.to_user_string(): spec for asset in defs.assets or [] for spec in asset.specs}
+    specs = {spec.key.to_user_string(): spec for asset in asset_definitions(defs) for spec in asset.specs}
     assert set(specs) == {"my_table/profiles", "my_table/loyalty", "my_table/my_table"}
     for spec in specs.values():
         assert spec.owners == ["team:data"] and spec.tags.get("tier") == "gold"
@@ -309,7 +310,7 @@ def test_the_documented_example_loads(sandbox: DefsFolderSandbox) -> None:
     path.mkdir()
     (path / "defs.yaml").write_text(example, "utf-8")
     defs = build(sandbox, path)
-    assert {k.to_user_string() for a in defs.assets or [] for k in a.keys} == {
+    assert {k.to_user_string() for a in asset_definitions(defs) for k in a.keys} == {
         "customer_360/profiles",
         "customer_360/loyalty",
         "customer_360/customer_360",
@@ -495,7 +496,7 @@ class Lake:
 
     def run(self, selection: Any = None) -> dg.ExecuteInProcessResult:
         return dg.materialize(
-            [*self.defs.assets, *self.defs.asset_checks],
+            assets_and_checks(self.defs),
             instance=self.instance,
             resources=self.resources,
             selection=selection,
@@ -510,12 +511,13 @@ class Lake:
 
 
 def lake(spark: Any, sandbox: DefsFolderSandbox, defs: dg.Definitions, root: Path) -> Lake:
+    engine = SparkEngine(engine="sail")
     resources = {
-        "spark": SparkEngine(engine="sail"),
+        "spark": engine,
         "lake": LakeSettings(root=str(root / "lake")),
         "landing": LandingZone(root=str(sandbox.project_root / "data")),
     }
-    assert resources["spark"].spark is spark
+    assert engine.spark is spark
     return Lake(defs, resources, dg.DagsterInstance.ephemeral())
 
 
@@ -705,7 +707,7 @@ def test_parquet_and_delta_sources(spark: Any, sandbox: DefsFolderSandbox, tmp_p
     again = deployment.run()
     assert again.success
     appended = {
-        e.asset_key.path[-1]: e.materialization.metadata["rows_appended"].value
+        e.materialization.asset_key.path[-1]: e.materialization.metadata["rows_appended"].value
         for e in again.get_asset_materialization_events()
         if "rows_appended" in e.materialization.metadata
     }
@@ -720,5 +722,5 @@ def test_parquet_and_delta_sources(spark: Any, sandbox: DefsFolderSandbox, tmp_p
     refused = deployment.run(dg.AssetSelection.assets(dg.AssetKey(["accounts", "balances"])))
     assert not refused.success
     [failure] = refused.get_step_failure_events()
-    assert "the Delta table" in failure.step_failure_data.error.to_string()
-    assert "is not append-only (version 2: WRITE" in failure.step_failure_data.error.to_string()
+    assert "the Delta table" in step_error(failure).to_string()
+    assert "is not append-only (version 2: WRITE" in step_error(failure).to_string()

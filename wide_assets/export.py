@@ -1,4 +1,4 @@
-"""A changelog in the encodings downstream sinks take (seed 004): append-only, retract, upsert, and as
+"""A changelog in the encodings downstream sinks take (Flink's dynamic tables): append-only, retract, upsert, and as
 Flink changelog JSON or Debezium-style envelopes.
 
 Every function takes a changelog DataFrame as `WideTable.changelog()` returns it (`_row_kind`, the

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pytest
 
 from wide_assets.errors import InvalidOptionError
@@ -11,7 +13,9 @@ from wide_assets.spec import TableSpec
 COLUMNS = [("k", "int"), ("a", "string"), ("b", "bigint"), ("seq_a", "bigint"), ("seq_b", "bigint")]
 
 
-def spec(options: dict[str, object] | None = None, columns: list[tuple[str, str]] | None = None) -> TableSpec:
+def spec(
+    options: Mapping[str, object] | None = None, columns: list[tuple[str, str]] | None = None
+) -> TableSpec:
     return TableSpec.build(columns or COLUMNS, ["k"], options)
 
 

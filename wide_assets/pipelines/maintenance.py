@@ -1,4 +1,4 @@
-"""Maintenance of a wide table (seed 002's "write-only writers + one dedicated compaction job"): the
+"""Maintenance of a wide table (Paimon's "write-only writers + one dedicated compaction job"): the
 compaction job, its off-peak schedule, a sensor on Delta metadata, and the changelog checks.
 
 The sensor reads only the commit log and Delta metadata through delta-rs (pending commits, files,
