@@ -310,10 +310,9 @@ def _check_options(spec: WideTableSpec, table: TableDeclaration) -> None:
     """Parse the options as `WideTable.create` will: a misspelled or unsupported one is refused, at the
     option it names when the declaration lists it."""
     from wide_assets.errors import InvalidOptionError
-    from wide_assets.spec import TableSpec
 
     try:
-        TableSpec.build(spec.columns, spec.primary_key, spec.options)
+        spec.table_spec()
     except InvalidOptionError as error:
         if table.ddl is not None:
             raise DeclarationProblem(f"table {spec.name}: {error}", ("table", "ddl")) from error

@@ -61,14 +61,6 @@ LATEST_VALUE_FUNCTIONS = ("last_value",)
 FOLDED_FUNCTIONS = ("sum", "max", "min")
 
 
-def _merge(spec: WideTableSpec) -> MergeOptions:
-    """The merge the table's options select (parsing validates them, so a bad option fails here, when
-    definitions load)."""
-    from wide_assets.spec import TableSpec
-
-    return TableSpec.build(spec.columns, spec.primary_key, spec.options).merge
-
-
 def _first_record_wins(merge: MergeOptions) -> bool:
     from wide_assets.merge import engine_for
 
@@ -77,7 +69,8 @@ def _first_record_wins(merge: MergeOptions) -> bool:
 
 def convergence_problem(spec: WideTableSpec) -> str | None:
     """Why the declaration cannot say what `spec`'s rows must be, or None when it can."""
-    merge = _merge(spec)
+    # Parsing validates the options, so a bad option fails here, when definitions load.
+    merge = spec.table_spec().merge
     functions = merge.functions
     if _first_record_wins(merge) and len(spec.sources) != 1:
         return "a first-row table's first record across several sources depends on arrival between sources"
@@ -291,7 +284,7 @@ def expected_rows(spark: SparkSession, spec: WideTableSpec, applied: Mapping[str
     problem = convergence_problem(spec)
     if problem:
         raise ValueError(f"table {spec.name}: no convergence oracle: {problem}.")
-    merge = _merge(spec)
+    merge = spec.table_spec().merge
     functions = merge.functions
     first = _first_record_wins(merge)
     if not first:

@@ -68,9 +68,7 @@ def _content_checksum(spark: Any, rows: Any, names: tuple[str, ...]) -> str:
 
 def is_write_only(spec: LakeTableSpec) -> bool:
     """Whether `spec`'s writers only append fragments that a compaction must fold in (Paimon `write-only`)."""
-    from wide_assets.spec import TableSpec
-
-    return TableSpec.build(spec.columns, spec.primary_key, spec.options).merge.write_only
+    return spec.table_spec().merge.write_only
 
 
 def compaction_job(
