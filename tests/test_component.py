@@ -303,6 +303,33 @@ def test_post_processing_reaches_every_asset_of_the_table(sandbox: DefsFolderSan
         assert spec.owners == ["team:data"] and spec.tags.get("tier") == "gold"
 
 
+def test_translation_sets_each_assets_spec_per_table_and_source(sandbox: DefsFolderSandbox) -> None:
+    path, doc = scaffold(sandbox)
+    doc["attributes"]["translation"] = {
+        "owners": ["team:{{ data.source or 'wide' }}"],
+        "tags": {"feed": "{{ data.table }}-{{ data.source }}"},
+        "kinds": ["delta"],
+    }
+    defs = build(sandbox, path, doc)
+    specs = {spec.key.path[-1]: spec for asset in asset_definitions(defs) for spec in asset.specs}
+    table = doc["attributes"]["table"]["name"]
+    sources = [s["name"] for s in doc["attributes"]["sources"]]
+    assert set(specs) == {table, *sources}
+    for name, spec in specs.items():
+        source = name if name in sources else None
+        assert spec.owners == [f"team:{source or 'wide'}"]
+        assert spec.tags["feed"] == f"{table}-{source}"
+        assert "delta" in spec.kinds
+
+
+def test_a_translation_that_changes_a_key_is_refused(sandbox: DefsFolderSandbox) -> None:
+    path, doc = scaffold(sandbox)
+    doc["attributes"]["translation"] = {"key_prefix": "elsewhere"}
+    with pytest.raises(Exception) as raised:
+        build(sandbox, path, doc)
+    assert "changed its key to elsewhere/" in messages(raised.value)
+
+
 def test_the_documented_example_loads(sandbox: DefsFolderSandbox) -> None:
     doc = WideTableComponent.__doc__ or ""
     example = textwrap.dedent(doc.split(".. code-block:: yaml", 1)[1].split("\n\n    Extend", 1)[0])
