@@ -588,6 +588,36 @@ def test_the_scaffold_materializes_its_sample_and_converges_until_the_table_is_c
     assert convergence.metadata["examples"].value == ["customer_id='c1': points table=26 expected=25"]
 
 
+def test_an_execute_override_runs_the_tables_asset(
+    spark: Any, sandbox: DefsFolderSandbox, tmp_path: Path
+) -> None:
+    """A subclass's `execute` is what a run of the table's asset does: here it notes the run, then
+    applies the sources as the default does, so the table holds the sample's rows."""
+    path, doc = scaffold(sandbox)
+    marker = tmp_path / "executed"
+    (path / "component.py").write_text(
+        textwrap.dedent(
+            f"""
+            from pathlib import Path
+
+            from wide_assets import WideTableComponent
+
+
+            class Noted(WideTableComponent):
+                def execute(self, spark, table, lake):
+                    Path({str(marker)!r}).write_text(table.path, "utf-8")
+                    return super().execute(spark, table, lake)
+            """
+        ),
+        "utf-8",
+    )
+    doc["type"] = ".component.Noted"
+    deployment = lake(spark, sandbox, build(sandbox, path, doc), tmp_path)
+    assert deployment.run().success
+    assert marker.read_text("utf-8") == deployment.path("my_table/my_table")
+    assert deployment.rows(spark, "my_table/my_table") == SCAFFOLD_ROWS
+
+
 LATE_PROFILES = {
     "my_table/profiles_001.csv": "customer_id,name,changed_at\nc1,Ada,2025-01-05 09:00:00\nc2,Grace,2025-01-05 09:01:00\n",
     "my_table/profiles_002.csv": "_row_kind,customer_id,name,changed_at\n+U,c1,Ada Lovelace,2025-01-05 10:00:00\n",

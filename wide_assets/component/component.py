@@ -7,10 +7,11 @@ starts Spark when the definitions load; everything that can be wrong in a declar
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache, cached_property
 from types import UnionType
-from typing import Annotated, Any, Self, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, Self, Union, get_args, get_origin
 
 import dagster as dg
 from dagster.components.resolved.model import Resolver
@@ -30,7 +31,14 @@ from wide_assets.component.refusal import DeclarationProblem, refuse
 from wide_assets.component.resources import SparkDeclaration, table_resources
 from wide_assets.component.scaffold import WideTableScaffolder
 from wide_assets.pipelines import WideTableSpec, wide_table_defs
-from wide_assets.pipelines.assets import SensorScope
+from wide_assets.pipelines.assets import SensorScope, source_applier
+from wide_assets.pipelines.locate import LakeLocator
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from wide_assets.pipelines.apply import SourceApplied
+    from wide_assets.table import WideTable
 
 __all__ = ["WideTableAsset", "WideTableComponent"]
 
@@ -94,8 +102,8 @@ class WideTableComponent(dg.Component, dg.Resolvable, dg.Model):
             tags: {feed: "{{ data.source or data.table }}"}
 
     Extend it in Python where a declaration cannot say something: subclass it in a `component.py`
-    beside the defs.yaml, override `get_asset_spec` (each asset's spec) or `build_defs` (use
-    `self.spec`), and name the subclass in the defs.yaml's `type` (`.component.MyTable`).
+    beside the defs.yaml, override `get_asset_spec` (each asset's spec), `execute` (a run of the
+    table's asset) or `build_defs` (use `self.spec`), and name the subclass in the defs.yaml's `type` (`.component.MyTable`).
 
     `translation` sets the group, owners, tags, kinds, description or metadata of each asset, per
     table and per source, as Dagster's own integration components do: its templates see
@@ -202,6 +210,7 @@ class WideTableComponent(dg.Component, dg.Resolvable, dg.Model):
             pool=self.pool,
             compaction=compaction.policy() if compaction else None,
             export_encoding=None if export == "none" else export,
+            apply=self.execute,
         )
         sources = {source.name for source in spec.sources}
 
@@ -221,6 +230,11 @@ class WideTableComponent(dg.Component, dg.Resolvable, dg.Model):
         table = table.permissive_map_resolved_asset_specs(func=translated, selection=None)
         resources = table_resources(context.project_root, self.lake, self.landing, self.spark)
         return dg.Definitions.merge(table, dg.Definitions(resources=resources))
+
+    def execute(self, spark: SparkSession, table: WideTable, lake: LakeLocator) -> Sequence[SourceApplied]:
+        """One run of the table's asset: each source's new records applied to `table`, once (override to
+        add steps before or after; the materialization describes what it returns)."""
+        return source_applier(self.spec)(spark, table, lake)
 
     def get_asset_spec(self, spec: dg.AssetSpec, asset: WideTableAsset) -> dg.AssetSpec:
         """The spec of one of the table's assets (override to change it; its key must stay): by default

@@ -267,19 +267,26 @@ def _applied_metadata(context: dg.AssetExecutionContext, applied: Sequence[Sourc
     return {**metadata, **totals}
 
 
-def wide_table_asset(
-    spec: WideTableSpec,
-    automation_condition: dg.AutomationCondition[Any] | None = None,
-    pool: str | None = None,
-) -> dg.AssetsDefinition:
-    """The asset that applies each source's new CDC records to the wide table, one commit per source."""
+def source_applier(spec: WideTableSpec) -> ApplyFn:
+    """The wide table's run: each source's new CDC records applied, in op-time order across sources."""
 
     def apply(spark: "SparkSession", table: "WideTable", lake: LakeLocator) -> list[SourceApplied]:
         paths = {s.name: table_path(lake, spec, s.name) for s in spec.sources}
         return apply_sources(spark, spec, table, paths)
 
+    return apply
+
+
+def wide_table_asset(
+    spec: WideTableSpec,
+    automation_condition: dg.AutomationCondition[Any] | None = None,
+    pool: str | None = None,
+    apply: ApplyFn | None = None,
+) -> dg.AssetsDefinition:
+    """The asset that applies each source's new CDC records to the wide table, one commit per source
+    (`apply`, default `source_applier(spec)`, makes a run's commits)."""
     deps = [asset_key(spec, s.name) for s in spec.sources]
-    return table_asset(spec, deps, _lineage(spec), apply, automation_condition, pool)
+    return table_asset(spec, deps, _lineage(spec), apply or source_applier(spec), automation_condition, pool)
 
 
 def pipeline_job(name: str, keys: Sequence[dg.AssetKey], description: str) -> "UnresolvedAssetJobDefinition":
@@ -316,6 +323,7 @@ def wide_table_defs(
     pool: str | None = None,
     compaction: CompactionPolicy | None = None,
     export_encoding: str | None = "debezium",
+    apply: ApplyFn | None = None,
 ) -> dg.Definitions:
     """Everything Dagster needs for one wide table, minus the shared `spark`/`lake`/`landing` resources.
 
@@ -326,7 +334,8 @@ def wide_table_defs(
     quarantine-growth warnings, plus `checks`; the job; a schedule on `schedule` (cron, None for
     none); a new-data sensor for the table or one per source's landing folder (`sensor`); optionally
     a run-failure sensor; and `maintenance_defs(spec, compaction, export_encoding)`, which a
-    write-only table needs (its default policy when `compaction` is None).
+    write-only table needs (its default policy when `compaction` is None). `apply` replaces what a run
+    of the table's asset does (default: `source_applier(spec)`).
     """
     job = wide_table_job(spec)
     applied_by = asset_key(spec, spec.name)
@@ -356,7 +365,7 @@ def wide_table_defs(
     table = dg.Definitions(
         assets=[
             *(source_asset(spec, s, pool) for s in spec.sources),
-            wide_table_asset(spec, automation_condition, pool),
+            wide_table_asset(spec, automation_condition, pool, apply),
         ],
         asset_checks=[*generated, *checks],
         jobs=[job],
