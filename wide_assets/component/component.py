@@ -24,8 +24,8 @@ from wide_assets.component.declaration import (
     CompactionDeclaration,
     SourceDeclaration,
     TableDeclaration,
-    table_spec,
     unknown_fields,
+    wide_table_spec,
 )
 from wide_assets.component.refusal import DeclarationProblem, refuse
 from wide_assets.component.resources import SparkDeclaration, table_resources
@@ -184,7 +184,7 @@ class WideTableComponent(dg.Component, dg.Resolvable, dg.Model):
     @cached_property
     def spec(self) -> WideTableSpec:
         """The declaration as a `WideTableSpec` (raises `DeclarationProblem` naming what is wrong)."""
-        return table_spec(self.table, self.sources)
+        return wide_table_spec(self.table, self.sources)
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         spec = self.spec

@@ -1,7 +1,7 @@
 """The typed YAML schema of a wide table's `defs.yaml`, and its translation into the declarative specs.
 
 Each model forbids unknown fields, so a misspelled field fails when the definitions load, at its line
-of the YAML. `table_spec` then builds the `WideTableSpec` (columns, types, keys, feeds, op times) and
+of the YAML. `wide_table_spec` then builds the `WideTableSpec` (columns, types, keys, feeds, op times) and
 parses the Paimon/Fluss options, refusing an option that means nothing to the table's dialect; every
 refusal names the table or source and, where there is one, the closest valid name.
 """
@@ -30,8 +30,8 @@ __all__ = [
     "SourceDeclaration",
     "SourceHealthDeclaration",
     "TableDeclaration",
-    "table_spec",
     "unknown_fields",
+    "wide_table_spec",
 ]
 
 COLUMNS = Field(
@@ -329,7 +329,7 @@ def _source_at(error: ValueError, sources: list[SourceDeclaration]) -> tuple[str
     return ("table",)
 
 
-def table_spec(table: TableDeclaration, sources: list[SourceDeclaration]) -> WideTableSpec:
+def wide_table_spec(table: TableDeclaration, sources: list[SourceDeclaration]) -> WideTableSpec:
     """The declaration as a `WideTableSpec`, validated: raises `DeclarationProblem` naming what is wrong
     and the field at fault."""
     try:
