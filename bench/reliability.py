@@ -45,7 +45,7 @@ import dagster as dg
 from bench.product_360_oracle import SOURCES, Row, oracle, table_rows
 from demos import declared, declared_defs
 from demos.generate import generate
-from resources import LakeSettings, SparkEngine
+from wide_assets.pipelines.resources import LakeSettings, SparkEngine
 from wide_assets.errors import ConcurrentWriteError
 from wide_assets.faults import CRASH_POINT
 from wide_assets.pipelines import LandingZone, SourceSpec, WideTableSpec, table_path

@@ -19,13 +19,14 @@ from typing import Any
 import pytest
 from pyroaring import BitMap, BitMap64
 
-from wide_assets.spec import Column
+from wide_assets.schema import Column
 
 CASES_FILE = Path(__file__).resolve().parent / "fixtures" / "conformance-public.json"
 
 
 def load_cases() -> list[dict[str, Any]]:
-    return json.loads(CASES_FILE.read_text())
+    cases: list[dict[str, Any]] = json.loads(CASES_FILE.read_text())
+    return cases
 
 
 def table_options(case: dict[str, Any]) -> dict[str, str]:

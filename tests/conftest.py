@@ -79,7 +79,8 @@ def engine(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Any, Factory
     """(spark, make_table): a Delta WideTable on Sail, or the in-memory merge on classic JVM Spark."""
     counter = itertools.count()
     if request.param == "sail-delta":
-        spark = activate(request.getfixturevalue("spark"))
+        # A Spark Connect session on Sail, which the library's (classic) session type stands for.
+        spark: Any = activate(request.getfixturevalue("spark"))
         return spark, lambda c, k, o: WideTable.create(spark, tmp_path / f"t{next(counter)}", c, k, o)
     spark = activate(request.getfixturevalue("jvm_spark"))
     return spark, lambda c, k, o: MemoryTable(spark, c, k, o)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from wide_assets.session import EngineSettings
 
 if TYPE_CHECKING:
-    from resources import SparkEngine
+    from wide_assets.pipelines.resources import SparkEngine
 
 __all__ = ["ENGINE", "spark_resource"]
 
@@ -32,6 +32,8 @@ ENGINE = _engine_under_test()
 
 def spark_resource() -> SparkEngine:
     """The Dagster Spark resource for ENGINE (it resolves to the `spark` fixture's session)."""
-    from resources import SparkEngine  # Dagster: only for the tests that build pipelines
+    from wide_assets.pipelines.resources import (
+        SparkEngine,  # Dagster: only for the tests that build pipelines
+    )
 
     return SparkEngine(engine=ENGINE.engine, remote=ENGINE.remote)

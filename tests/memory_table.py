@@ -8,7 +8,8 @@ from typing import Any
 from wide_assets.batch import merge_batch, prepare_batch
 from wide_assets.changelog import apply_images, final_images
 from wide_assets.errors import merge_error
-from wide_assets.spec import Column, TableSpec
+from wide_assets.schema import Column
+from wide_assets.spec import TableSpec
 
 
 class MemoryTable:

@@ -9,8 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-
-from tests.memory_table import Column, MemoryTable
+from memory_table import Column, MemoryTable
 
 COLUMNS = [
     Column("k", "bigint", nullable=False),

@@ -14,7 +14,7 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -22,12 +22,13 @@ from typing import Any
 
 import dagster as dg
 import pytest
-import yaml
+import yaml  # type: ignore[import-untyped]  # PyYAML ships its types as a separate package (types-PyYAML)
 from dagster.components.testing import DefsFolderSandbox, create_defs_folder_sandbox
+from dagster_parts import asset_definitions, assets_and_checks, step_error
 
-from resources import LakeSettings, SparkEngine
 from wide_assets import WideTableComponent
 from wide_assets.pipelines import LandingZone
+from wide_assets.pipelines.resources import LakeSettings, SparkEngine
 from wide_assets.table import WideTable
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -197,7 +198,7 @@ def _rename(mapping: dict[str, Any], old: str, new: str) -> None:
     mapping[new] = mapping.pop(old)
 
 
-BAD = {
+BAD: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "misspelled source field": (
         lambda d: _rename(_source(d), "op_time", "op_tme"),
         "source has no field 'op_tme' (did you mean 'op_time'?)",
@@ -307,10 +308,37 @@ def test_post_processing_reaches_every_asset_of_the_table(sandbox: DefsFolderSan
         "assets": [{"target": "*", "attributes": {"owners": ["team:data"], "tags": {"tier": "gold"}}}]
     }
     defs = build(sandbox, path, doc)
-    specs = {spec.key.to_user_string(): spec for asset in defs.assets or [] for spec in asset.specs}
+    specs = {spec.key.to_user_string(): spec for asset in asset_definitions(defs) for spec in asset.specs}
     assert set(specs) == {"my_table/profiles", "my_table/loyalty", "my_table/my_table"}
     for spec in specs.values():
         assert spec.owners == ["team:data"] and spec.tags.get("tier") == "gold"
+
+
+def test_translation_sets_each_assets_spec_per_table_and_source(sandbox: DefsFolderSandbox) -> None:
+    path, doc = scaffold(sandbox)
+    doc["attributes"]["translation"] = {
+        "owners": ["team:{{ data.source or 'wide' }}"],
+        "tags": {"feed": "{{ data.table }}-{{ data.source }}"},
+        "kinds": ["delta"],
+    }
+    defs = build(sandbox, path, doc)
+    specs = {spec.key.path[-1]: spec for asset in asset_definitions(defs) for spec in asset.specs}
+    table = doc["attributes"]["table"]["name"]
+    sources = [s["name"] for s in doc["attributes"]["sources"]]
+    assert set(specs) == {table, *sources}
+    for name, spec in specs.items():
+        source = name if name in sources else None
+        assert spec.owners == [f"team:{source or 'wide'}"]
+        assert spec.tags["feed"] == f"{table}-{source}"
+        assert "delta" in spec.kinds
+
+
+def test_a_translation_that_changes_a_key_is_refused(sandbox: DefsFolderSandbox) -> None:
+    path, doc = scaffold(sandbox)
+    doc["attributes"]["translation"] = {"key_prefix": "elsewhere"}
+    with pytest.raises(Exception) as raised:
+        build(sandbox, path, doc)
+    assert "changed its key to elsewhere/" in messages(raised.value)
 
 
 def test_the_documented_example_loads(sandbox: DefsFolderSandbox) -> None:
@@ -320,7 +348,7 @@ def test_the_documented_example_loads(sandbox: DefsFolderSandbox) -> None:
     path.mkdir()
     (path / "defs.yaml").write_text(example, "utf-8")
     defs = build(sandbox, path)
-    assert {k.to_user_string() for a in defs.assets or [] for k in a.keys} == {
+    assert {k.to_user_string() for a in asset_definitions(defs) for k in a.keys} == {
         "customer_360/profiles",
         "customer_360/loyalty",
         "customer_360/customer_360",
@@ -506,7 +534,7 @@ class Lake:
 
     def run(self, selection: Any = None) -> dg.ExecuteInProcessResult:
         return dg.materialize(
-            [*self.defs.assets, *self.defs.asset_checks],
+            assets_and_checks(self.defs),
             instance=self.instance,
             resources=self.resources,
             selection=selection,
@@ -521,12 +549,13 @@ class Lake:
 
 
 def lake(spark: Any, sandbox: DefsFolderSandbox, defs: dg.Definitions, root: Path) -> Lake:
+    engine = SparkEngine(engine="sail")
     resources = {
-        "spark": SparkEngine(engine="sail"),
+        "spark": engine,
         "lake": LakeSettings(root=str(root / "lake")),
         "landing": LandingZone(root=str(sandbox.project_root / "data")),
     }
-    assert resources["spark"].spark is spark
+    assert engine.spark is spark
     return Lake(defs, resources, dg.DagsterInstance.ephemeral())
 
 
@@ -568,6 +597,36 @@ def test_the_scaffold_materializes_its_sample_and_converges_until_the_table_is_c
     assert not convergence.passed
     assert convergence.metadata["differing_keys_by_column"].value == {"points": 1}
     assert convergence.metadata["examples"].value == ["customer_id='c1': points table=26 expected=25"]
+
+
+def test_an_execute_override_runs_the_tables_asset(
+    spark: Any, sandbox: DefsFolderSandbox, tmp_path: Path
+) -> None:
+    """A subclass's `execute` is what a run of the table's asset does: here it notes the run, then
+    applies the sources as the default does, so the table holds the sample's rows."""
+    path, doc = scaffold(sandbox)
+    marker = tmp_path / "executed"
+    (path / "component.py").write_text(
+        textwrap.dedent(
+            f"""
+            from pathlib import Path
+
+            from wide_assets import WideTableComponent
+
+
+            class Noted(WideTableComponent):
+                def execute(self, spark, table, lake):
+                    Path({str(marker)!r}).write_text(table.path, "utf-8")
+                    return super().execute(spark, table, lake)
+            """
+        ),
+        "utf-8",
+    )
+    doc["type"] = ".component.Noted"
+    deployment = lake(spark, sandbox, build(sandbox, path, doc), tmp_path)
+    assert deployment.run().success
+    assert marker.read_text("utf-8") == deployment.path("my_table/my_table")
+    assert deployment.rows(spark, "my_table/my_table") == SCAFFOLD_ROWS
 
 
 LATE_PROFILES = {
@@ -716,7 +775,7 @@ def test_parquet_and_delta_sources(spark: Any, sandbox: DefsFolderSandbox, tmp_p
     again = deployment.run()
     assert again.success
     appended = {
-        e.asset_key.path[-1]: e.materialization.metadata["rows_appended"].value
+        e.materialization.asset_key.path[-1]: e.materialization.metadata["rows_appended"].value
         for e in again.get_asset_materialization_events()
         if "rows_appended" in e.materialization.metadata
     }
@@ -731,5 +790,5 @@ def test_parquet_and_delta_sources(spark: Any, sandbox: DefsFolderSandbox, tmp_p
     refused = deployment.run(dg.AssetSelection.assets(dg.AssetKey(["accounts", "balances"])))
     assert not refused.success
     [failure] = refused.get_step_failure_events()
-    assert "the Delta table" in failure.step_failure_data.error.to_string()
-    assert "is not append-only (version 2: WRITE" in failure.step_failure_data.error.to_string()
+    assert "the Delta table" in step_error(failure).to_string()
+    assert "is not append-only (version 2: WRITE" in step_error(failure).to_string()

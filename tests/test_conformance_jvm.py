@@ -28,7 +28,8 @@ def test_case_merge_logic_on_jvm(jvm_spark: Any, case: dict[str, Any]) -> None:
     def run(case: dict[str, Any], writes: list[Write]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         table = MemoryTable(jvm_spark, columns(case), case["primary_key"], table_options(case))
         for write in writes:
-            table.write(write_frame(jvm_spark, case, write), write.target_columns)
+            targets = None if write.target_columns is None else list(write.target_columns)
+            table.write(write_frame(jvm_spark, case, write), targets)
         batch_of_commit = {i: w.batch for i, w in enumerate(writes, start=1)}
         return rows_as_json(table.read().collect(), case), changelog_entries(
             table.entries, case, batch_of_commit

@@ -12,7 +12,7 @@ from typing import Any
 import dagster as dg
 
 from demos import declared_defs
-from resources import LakeSettings, SparkEngine
+from wide_assets.pipelines.resources import LakeSettings, SparkEngine
 from wide_assets.pipelines import LandingZone
 from wide_assets.table import WideTable
 

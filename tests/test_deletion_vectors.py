@@ -57,7 +57,7 @@ def read_by_delta_rs(path: str) -> dict[tuple[int, str], str]:
 def read_by_duckdb(path: str) -> dict[tuple[int, str], str]:
     """DuckDB's `delta` extension (Delta kernel based), loaded from its PyPI package."""
     import duckdb
-    import duckdb_extension_delta
+    import duckdb_extension_delta  # type: ignore[import-untyped]  # it ships no type information
 
     package = Path(duckdb_extension_delta.__file__).parent
     extension = package / "extensions" / f"v{duckdb.__version__}" / "delta.duckdb_extension"

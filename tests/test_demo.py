@@ -20,11 +20,12 @@ from typing import Any
 
 import dagster as dg
 import pytest
+from dagster_parts import assets_and_checks, step_error, step_failure_metadata
 
 from demos import declared, declared_defs
-from resources import LakeSettings, SparkEngine
 from wide_assets.pipelines import LandingZone, SourceSpec, WideTableSpec, asset_key
 from wide_assets.pipelines.assets import lake_name
+from wide_assets.pipelines.resources import LakeSettings, SparkEngine
 from wide_assets.table import WideTable
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -125,7 +126,7 @@ class Deployment:
 
     def run(self, selection: Any = None) -> dg.ExecuteInProcessResult:
         return dg.materialize(
-            [*DEFS.assets, *DEFS.asset_checks],
+            assets_and_checks(DEFS),
             instance=self.instance,
             resources=self.resources,
             selection=selection,
@@ -133,7 +134,9 @@ class Deployment:
         )
 
     def path(self, name: str) -> str:
-        return self.resources["lake"].path(lake_name(asset_key(SPEC, name)))
+        lake = self.resources["lake"]
+        assert isinstance(lake, LakeSettings)
+        return lake.path(lake_name(asset_key(SPEC, name)))
 
     def table(self) -> WideTable:
         return WideTable.open(self.resources["spark"].spark, self.path(SPEC.name))
@@ -255,7 +258,8 @@ def test_new_landed_cdc_file_is_one_more_commit(deployment: Deployment, seed: Se
     assert _materialized(result, "impressions")["rows_appended"] == 2
     assert _source_state(deployment, "clicks") == clicks_version  # a header-only file adds nothing
     table = deployment.table()
-    assert table.commits()[-1].commit == 4 and table.commits()[-1].txn[:2] == ("impressions", 7)
+    last = table.commits()[-1]
+    assert last.commit == 4 and last.txn is not None and last.txn[:2] == ("impressions", 7)
     old = next(r for r in seed.snapshot if r[:2] == ("user_101", "prod_501"))
     new = (*old[:3], 9, old[4])
     added = ("user_105", "prod_505", None, 1, None)
@@ -323,9 +327,9 @@ def test_bad_value_fails_ingest_naming_column_and_line(deployment: Deployment) -
     result = deployment.run(selection=recommendations)
     assert not result.success
     [failure] = result.get_step_failure_events()
-    message = failure.step_failure_data.error.message
+    message = step_error(failure).message
     assert 'recommendations_2.csv line 3: column rec_score: "high" is not a valid double' in message
-    assert failure.step_failure_data.user_failure_data.metadata["bad_records"].value == 1
+    assert step_failure_metadata(failure)["bad_records"].value == 1
     assert _source_state(deployment, "recommendations") == before
 
 

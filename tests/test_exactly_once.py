@@ -29,7 +29,7 @@ OPTIONS = {
     "changelog-producer": "lookup",
 }
 DDL = "k int, name string, total bigint, seq int, _row_kind string"
-BATCHES = [
+BATCHES: list[list[list[Any]]] = [
     [[1, "a", 10, 1, "+I"], [2, "b", 5, 1, "+I"], [3, "c", 7, 1, "+I"]],
     [[1, None, 3, 2, "+I"], [2, "b2", -5, 2, "+U"], [3, "c", 7, 1, "-U"], [4, "d", 1, 1, "+I"]],
     [[4, None, 2, 2, "+I"], [1, "a3", 100, 3, "+I"]],

@@ -1,4 +1,4 @@
-"""Changelog encodings for sinks (seed 004) and snapshot diffs, checked against the table itself."""
+"""Changelog encodings for sinks (Flink's dynamic tables) and snapshot diffs, checked against the table itself."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Aggregate functions beyond the public cases (roaring bitmaps, collect, merge_map, ...) and the Fluss
 auto-increment column; expectations are worked out by hand from `docs/semantics.md` sections 1.6 / 2.7
-and seed 003."""
+and Fluss's primary-key table documentation."""
 
 from __future__ import annotations
 

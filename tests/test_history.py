@@ -19,6 +19,7 @@ from typing import Any
 import dagster as dg
 import pytest
 from dagster.components.testing import DefsFolderSandbox, create_defs_folder_sandbox
+from dagster_parts import assets_and_checks
 from deltalake import DeltaTable
 from engine import spark_resource
 from pyspark.sql import functions as F
@@ -28,7 +29,6 @@ from test_run_order import COLUMNS, OPTIONS, ORDERS, PAYMENTS, spec
 from bench.product_360_oracle import SOURCES, records
 from demos import declared_defs
 from demos.generate import generate
-from resources import LakeSettings
 from wide_assets.pipelines import LandingZone, WideTableSpec
 from wide_assets.pipelines.apply import apply_sources, open_wide_table
 from wide_assets.pipelines.checks import keyed_diff
@@ -42,6 +42,7 @@ from wide_assets.pipelines.history import (
     source_events,
 )
 from wide_assets.pipelines.ingest import ingest, landed_files
+from wide_assets.pipelines.resources import LakeSettings
 from wide_assets.table import arbiter, delta_log
 from wide_assets.table.history import HistoryTable
 
@@ -85,7 +86,7 @@ def at(minute: int | None) -> datetime | None:
 
 def oracle(runs: list[dict[str, list[Record]]]) -> set[tuple[Any, ...]]:
     """(order, status, amount, start, end) of every interval: the fold described in the module doc."""
-    records = []  # (minute, source, arrival, kind, order, value)
+    records: list[tuple[Any, ...]] = []  # (minute, source, arrival, kind, order, value)
     for run in runs:
         for source, lines in run.items():
             for kind, order, value, minute in lines:
@@ -156,8 +157,8 @@ class Pipeline:
             (self.landing / source).mkdir(parents=True, exist_ok=True)
             (self.landing / source / f"{source}_{self.runs}.csv").write_text("\n".join(text) + "\n", "utf-8")
         paths = {s.name: self.lake.path(f"orders_wide/{s.name}") for s in self.spec.sources}
-        for source in self.spec.sources:
-            ingest(self.spark, source, landed_files(self.landing, source), paths[source.name])
+        for declared in self.spec.sources:
+            ingest(self.spark, declared, landed_files(self.landing, declared), paths[declared.name])
         apply_sources(self.spark, self.spec, self.table, paths)
 
     def maintain(self, history: HistoryTable | None = None) -> Any:
@@ -224,7 +225,7 @@ def test_a_concurrent_run_that_committed_first_is_not_applied_again(spark: Any, 
     pipeline.apply(RUNS[1])
     pipeline.apply(RUNS[2])
     other = history_table(spark, pipeline.spec, pipeline.table.path)
-    raced = []
+    raced: list[Any] = []
 
     def events_then_race() -> Any:
         found = source_events(spark, pipeline.spec, pipeline.table, pipeline.lake)
@@ -329,7 +330,7 @@ def test_a_declared_history_is_an_asset_with_its_checks(
     path, doc = scaffold(folder)
     doc["attributes"]["history"] = {"track_except": ["profile_ts", "points_ts"]}
     deployment = lake(spark, folder, build(folder, path, doc), tmp_path)
-    assert dg.AssetKey(["my_table", "my_table_history"]) in {a.key for a in deployment.defs.assets}
+    assert dg.AssetKey(["my_table", "my_table_history"]) in deployment.defs.resolve_all_asset_keys()
     result = deployment.run()
     assert result.success
     history = {
@@ -426,7 +427,7 @@ def test_product_360_keeps_its_history_over_late_and_deleted_products(spark: Any
             name = f"{source}_{batch:03d}.jsonl"
             shutil.copy(generated / source / name, landing / "landing" / source / name)
         result = dg.materialize(
-            [*defs.assets, *defs.asset_checks], instance=instance, resources=resources, raise_on_error=False
+            assets_and_checks(defs), instance=instance, resources=resources, raise_on_error=False
         )
         checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
         assert result.success and checks[NO_OVERLAP_CHECK] and checks[OPEN_EQUALS_TABLE_CHECK], batch

@@ -12,12 +12,13 @@ from typing import Any
 
 import dagster as dg
 import pytest
+from deltalake import DeltaTable
 
-from resources import LakeSettings, SparkEngine
 from wide_assets import WideTable
 from wide_assets.pipelines.declarations import LakeTableSpec
 from wide_assets.pipelines.locate import table_path
 from wide_assets.pipelines.maintenance import CompactionPolicy, maintenance_defs, table_health
+from wide_assets.pipelines.resources import LakeSettings, SparkEngine
 
 SPEC = LakeTableSpec(
     name="events_wide",
@@ -77,7 +78,18 @@ def test_table_health_needs_no_spark(setup: Any) -> None:
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["3", str(table_health(table.path).files)]
+    assert done.stdout.split() == ["3", str(len(DeltaTable(table.path).file_uris()))]
+
+
+def test_health_and_changelog_version_as_delta_rs_reads_them(setup: Any) -> None:
+    """The facade's metadata against delta-rs's own reading of the two Delta tables."""
+    _, _, table, _ = setup
+    data, log = DeltaTable(table.path), DeltaTable(table.changelog_path)
+    health = table.health()
+    sizes = data.get_add_actions(flatten=True).column("size_bytes").to_pylist()
+    assert (health.files, health.bytes, health.log_files) == (len(sizes), sum(sizes), len(log.file_uris()))
+    assert (health.pending_commits, health.last_commit, health.last_compaction) == (3, 3, None)
+    assert table.changelog_version == log.version()
 
 
 def checks(defs: dg.Definitions) -> dict[str, Any]:
@@ -154,17 +166,22 @@ def test_changelog_replay_is_not_judged_before_the_first_commit_or_without_a_cha
         assert replay.passed and replay.metadata["status"].value == f"not judged: {reason}"
 
 
-def appended(run: Any) -> int:
+def appended(run: dg.ExecuteInProcessResult) -> int:
     [event] = run.get_asset_materialization_events()
-    return event.materialization.metadata["records_appended"].value
+    value = event.materialization.metadata["records_appended"].value
+    assert isinstance(value, int)
+    return value
 
 
 def test_changelog_export_is_exactly_once(spark: Any, setup: Any) -> None:
     defs, _, table, instance = setup
     export_key = dg.AssetKey([SPEC.group, f"{SPEC.name}_changelog_debezium"])
-    job = defs.get_implicit_global_asset_job_def()
+    job: dg.JobDefinition = defs.get_implicit_global_asset_job_def()
     defs.get_job_def(f"{SPEC.name}_compaction_job").execute_in_process(instance=instance)
-    export = lambda: job.execute_in_process(instance=instance, asset_selection=[export_key])  # noqa: E731
+
+    def export() -> dg.ExecuteInProcessResult:
+        return job.execute_in_process(instance=instance, asset_selection=[export_key])
+
     assert appended(export()) == table.changelog().count() == 3, "3 keys inserted by the one compaction"
     assert appended(export()) == 0
     table.write(spark.createDataFrame([(1, "new")], "k int, v string"))

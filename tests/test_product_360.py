@@ -1,4 +1,4 @@
-"""product_360 (seed 002) through Dagster: five CDC sources in Debezium and Flink JSON -> one row per product.
+"""product_360 (Paimon's "stream joins without joining") through Dagster: five CDC sources in Debezium and Flink JSON -> one row per product.
 
 The oracle (`bench.product_360_oracle`) is plain Python over the landed files, sharing no code with
 the pipeline.
@@ -21,15 +21,16 @@ from typing import Any
 
 import dagster as dg
 import pytest
+from dagster_parts import asset_definitions, assets, assets_and_checks, step_failure_metadata
 from engine import spark_resource
 
 from bench.product_360_oracle import SOURCES, oracle, records, table_rows
 from demos import declared, declared_defs
 from demos.generate import generate
-from resources import LakeSettings
 from wide_assets.pipelines import LandingZone, asset_key, lake_name
 from wide_assets.pipelines.checks import freshness_check, landed_at
 from wide_assets.pipelines.ingest import quarantine_path
+from wide_assets.pipelines.resources import LakeSettings
 from wide_assets.table import WideTable
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,7 +61,7 @@ class Pipeline:
 
     def run(self, selection: Any = None) -> dg.ExecuteInProcessResult:
         return dg.materialize(
-            [*DEFS.assets, *DEFS.asset_checks],
+            assets_and_checks(DEFS),
             instance=self.instance,
             resources=self.resources,
             selection=selection,
@@ -195,7 +196,8 @@ BAD_FLINK = {
 
 def _quarantine(spark: Any, pipeline: Pipeline, source: str) -> list[Any]:
     rows = spark.read.format("delta").load(quarantine_path(pipeline.path(source)))
-    return rows.orderBy("_source_file", "_source_line").collect()
+    collected: list[Any] = rows.orderBy("_source_file", "_source_line").collect()
+    return collected
 
 
 def test_each_malformed_record_is_quarantined_with_its_reason(spark: Any, tmp_path: Path) -> None:
@@ -229,11 +231,12 @@ def test_too_many_malformed_records_fail_the_run_and_ingest_nothing(spark: Any, 
     folder = pipeline.landing / "landing" / "pricing"
     folder.mkdir(parents=True)
     limit = PRICING.max_bad_records
+    assert limit is not None
     (folder / "bad.jsonl").write_text("not json\n" * (limit + 1), "utf-8")
     result = pipeline.run(selection=dg.AssetSelection.assets(asset_key(PRODUCT_360, "pricing")))
     assert not result.success
     failure = result.get_step_failure_events()[0]
-    assert failure.step_failure_data.user_failure_data.metadata["bad_records"].value == limit + 1
+    assert step_failure_metadata(failure)["bad_records"].value == limit + 1
     from deltalake import DeltaTable
 
     # Rejected before anything was written: neither a quarantine nor a CDC table exists.
@@ -245,7 +248,7 @@ CRASHING_RUN = """
 import dagster as dg
 from bench.product_360_oracle import SOURCES, oracle, records, table_rows
 from engine import spark_resource
-from resources import LakeSettings
+from wide_assets.pipelines.resources import LakeSettings
 from demos import declared_defs
 from wide_assets.pipelines import LandingZone
 dg.materialize(
@@ -343,7 +346,7 @@ def _run_with(
     pipeline: Pipeline, check: dg.AssetChecksDefinition, selection: Any
 ) -> dg.ExecuteInProcessResult:
     return dg.materialize(
-        [*declared_defs("product_360").assets, check],
+        [*assets(declared_defs("product_360")), check],
         instance=pipeline.instance,
         resources=pipeline.resources,
         selection=selection,
@@ -377,7 +380,7 @@ def test_one_sensor_per_landing_folder_without_spark(tmp_path: Path) -> None:
         from pathlib import Path
         import dagster as dg
         import wide_assets.session as session
-        from resources import LakeSettings
+        from wide_assets.pipelines.resources import LakeSettings
         import definitions
         from wide_assets.pipelines import LandingZone
 
@@ -419,7 +422,7 @@ def test_one_sensor_per_landing_folder_without_spark(tmp_path: Path) -> None:
 
 def test_wide_table_is_eager_and_requested_once_sources_are_new(spark: Any, tmp_path: Path) -> None:
     pipeline = _pipeline(tmp_path, ROOT / "data" / "landing")
-    wide = next(a for a in DEFS.assets if WIDE_KEY in a.keys)
+    wide = next(a for a in asset_definitions(DEFS) if WIDE_KEY in a.keys)
     assert wide.automation_conditions_by_key[WIDE_KEY] == dg.AutomationCondition.eager()
     defs = dg.Definitions(assets=DEFS.assets, resources=pipeline.resources)
     before = dg.evaluate_automation_conditions(defs=defs, instance=pipeline.instance)
@@ -434,6 +437,7 @@ def test_run_failure_sensor_logs_which_step_failed(tmp_path: Path, capfd: pytest
     pipeline = _pipeline(tmp_path)
     folder = pipeline.landing / "landing" / "pricing"
     folder.mkdir(parents=True)
+    assert PRICING.max_bad_records is not None
     (folder / "bad.jsonl").write_text("not json\n" * (PRICING.max_bad_records + 1), "utf-8")
     defs = dg.Definitions.merge(DEFS, dg.Definitions(resources=pipeline.resources))
     result = defs.resolve_job_def("product_360_job").execute_in_process(
@@ -489,7 +493,7 @@ def test_active_products_per_brand_equals_its_sql_over_the_current_table(
         expected.add((brand, len(rows), avg, sum(r.open_question_cnt or 0 for r in rows)))
     table = spark.read.format("delta").load(str(pipeline.lake / "product_360" / "active_products_per_brand"))
     assert {tuple(r) for r in table.collect()} == expected
-    materialized = next(a for a in DEFS.assets if a.key.path[-1] == "active_products_per_brand")
+    materialized = next(a for a in asset_definitions(DEFS) if a.key.path[-1] == "active_products_per_brand")
     condition = materialized.automation_conditions_by_key[materialized.key]
     assert condition == dg.AutomationCondition.on_cron("0 * * * *")
 

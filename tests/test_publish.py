@@ -31,7 +31,8 @@ def external(path: str) -> list[dict[str, Any]]:
     """The rows of the Delta table at `path` as delta-rs reads them."""
     from deltalake import DeltaTable
 
-    return DeltaTable(path).to_pyarrow_dataset().to_table().to_pylist()
+    rows: list[dict[str, Any]] = DeltaTable(path).to_pyarrow_dataset().to_table().to_pylist()
+    return rows
 
 
 def in_order(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -8,6 +8,7 @@ environment the `s3` fixture sets, as a deployment would.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -139,10 +140,8 @@ def test_racing_table_commits_written_by_wide_assets_have_one_winner(s3: S3Endpo
         path = s3.uri("race", f"wide-assets-{round_number}")
         write_deltalake(path, pa.table({"writer": [-1]}))
         files = TableFiles(path)
-        commits = [
-            lambda writer=writer, files=files: delta_log.commit(
-                files, 1, [delta_log.txn_action(writer)], "WRITE"
-            )
+        commits: list[Callable[[], None]] = [
+            functools.partial(delta_log.commit, files, 1, [delta_log.txn_action(writer)], "WRITE")
             for writer in range(RACERS)
         ]
         outcomes = race(commits)

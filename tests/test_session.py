@@ -9,7 +9,7 @@ import dagster as dg
 import pytest
 from pyspark.sql import functions as F
 
-from resources import LakeSettings, SparkEngine
+from wide_assets.pipelines.resources import LakeSettings, SparkEngine
 from wide_assets.session import EngineSettings, activate, get_spark, is_connect
 
 
@@ -61,7 +61,7 @@ def test_lake_path_stays_under_root(tmp_lake: Path) -> None:
 
 def test_spark_engine_resource_in_dagster(spark: Any, tmp_lake: Path) -> None:
     @dg.asset
-    def numbers(spark: SparkEngine, lake: LakeSettings) -> dg.MaterializeResult:
+    def numbers(spark: SparkEngine, lake: LakeSettings) -> dg.MaterializeResult[Any]:
         assert is_connect(spark.spark)
         return dg.MaterializeResult(
             metadata={"rows": spark.spark.range(5).count(), "path": lake.path("numbers")}

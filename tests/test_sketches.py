@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-import datasketches as ds
+import datasketches as ds  # type: ignore[import-untyped]  # it ships no type information
 import pytest
 from conftest import Factory
 

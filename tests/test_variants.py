@@ -24,11 +24,12 @@ from typing import Any
 
 import dagster as dg
 import pytest
+from dagster_parts import assets, assets_and_checks, examples
 from pyroaring import BitMap
 
 from demos import declared, declared_defs
-from resources import LakeSettings, SparkEngine
 from wide_assets.pipelines import LakeTableSpec, LandingZone, asset_key, table_path
+from wide_assets.pipelines.resources import LakeSettings, SparkEngine
 from wide_assets.table import WideTable
 from wide_assets_defs.product_review_stats import definitions as product_review_stats
 from wide_assets_defs.product_review_stats.definitions import (
@@ -83,7 +84,7 @@ class Deployment:
 
     def run_checks(self, defs: dg.Definitions, key: dg.AssetKey) -> dg.ExecuteInProcessResult:
         return dg.materialize(
-            [*defs.assets, *defs.asset_checks],
+            assets_and_checks(defs),
             instance=self.instance,
             resources=self.resources,
             selection=dg.AssetSelection.checks_for_assets(key),
@@ -102,13 +103,14 @@ def deployment(spark: Any, tmp_path: Path) -> Deployment:
     landing = tmp_path / "landing"
     landing.mkdir()
     # SparkEngine(engine="sail") resolves to the same cached session as the `spark` fixture.
+    engine = SparkEngine(engine="sail")
     resources = {
-        "spark": SparkEngine(engine="sail"),
+        "spark": engine,
         "lake": LakeSettings(root=str(tmp_path / "lake")),
         "landing": LandingZone(root=str(landing)),
     }
     deployment = Deployment(landing, resources, dg.DagsterInstance.ephemeral())
-    assert resources["spark"].spark is spark
+    assert engine.spark is spark
     return deployment
 
 
@@ -210,8 +212,8 @@ def test_first_touch_checks_fail_when_a_touch_is_overwritten(deployment: Deploym
     assert not never_changes.passed and not matches.passed
     assert evaluations["first_touch/first_customer_touch:primary_key_unique_not_null"].passed
     assert never_changes.metadata["missing"].value == 1
-    assert "customer_id='c002'" in never_changes.metadata["examples"].value[0]
-    assert "first_channel='mobile'" in never_changes.metadata["examples"].value[0]
+    assert "customer_id='c002'" in examples(never_changes)[0]
+    assert "first_channel='mobile'" in examples(never_changes)[0]
     assert matches.metadata["differing_keys_by_column"].value == {"first_channel": 1}
     assert matches.metadata["examples"].value == [
         "customer_id='c002': first_channel table='fax' expected='mobile'"
@@ -356,7 +358,7 @@ def test_stats_match_check_fails_on_a_changed_aggregate(deployment: Deployment) 
     matches = evaluations["product_reviews/product_review_stats:stats_match_reviews"]
     assert not matches.passed
     assert matches.metadata["missing"].value == 1 and matches.metadata["unexpected"].value == 1
-    assert any("product_id='p2'" in e and "rating_sum=10" in e for e in matches.metadata["examples"].value)
+    assert any("product_id='p2'" in e and "rating_sum=10" in e for e in examples(matches))
     # The commit log is intact: this corruption is not a replay.
     assert evaluations["product_reviews/product_review_stats:reviews_applied_once"].passed
 
@@ -370,7 +372,7 @@ def test_stats_match_check_fails_on_a_forgotten_reviewer(deployment: Deployment)
     evaluations = checks(deployment.run_checks(product_review_stats.defs, STATS_KEY))
     matches = evaluations["product_reviews/product_review_stats:stats_match_reviews"]
     assert not matches.passed
-    assert "missing (product_id='p3'" in matches.metadata["examples"].value[0]
+    assert "missing (product_id='p3'" in examples(matches)[0]
 
 
 def test_dictionary_checks_fail_and_block_the_stats(deployment: Deployment) -> None:
@@ -553,7 +555,7 @@ def test_sensor_requests_runs_for_new_files_and_unapplied_versions_only(deployme
     # A source version the table has not applied (here: only the ingest ran) starts one run, once.
     source = [asset_key(FIRST_CUSTOMER_TOUCH, "customer_events")]
     assert dg.materialize(
-        TOUCH_DEFS.assets,
+        assets(TOUCH_DEFS),
         instance=deployment.instance,
         resources=deployment.resources,
         selection=source,
@@ -580,6 +582,7 @@ def test_schedules_request_their_jobs(deployment: Deployment) -> None:
         assert schedule.cron_schedule == "0 * * * *"
         assert schedule.default_status == dg.DefaultScheduleStatus.STOPPED
         data = schedule.evaluate_tick(dg.build_schedule_context(instance=deployment.instance))
+        assert data.run_requests is not None
         assert len(data.run_requests) == 1 and schedule.job_name == job
 
 
@@ -604,7 +607,7 @@ def test_sensors_and_schedules_never_start_spark(spark: Any, tmp_path: Path) -> 
         import dagster as dg
         import definitions
         import wide_assets.session as session
-        from resources import LakeSettings
+        from wide_assets.pipelines.resources import LakeSettings
         from wide_assets.pipelines import LandingZone
 
         resources = {{"landing": LandingZone(root={str(landing)!r}), "lake": LakeSettings(root={str(lake)!r})}}

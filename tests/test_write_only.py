@@ -46,7 +46,7 @@ DEDUPLICATE = {"merge-engine": "deduplicate", "changelog-producer": "lookup"}
 
 def random_batch(rng: random.Random) -> list[tuple[Any, ...]]:
     """Partial updates of either group, out-of-order sequences, and some retractions."""
-    rows = []
+    rows: list[tuple[Any, ...]] = []
     for _ in range(rng.randint(1, 6)):
         k, ts = rng.randint(1, 5), rng.randint(1, 9)
         if rng.random() < 0.5:

@@ -16,7 +16,7 @@ from wide_assets.java_text import java_list
 from wide_assets.merge import MergeContext, engine_for, merge_query, refusal_query
 from wide_assets.merge.column_sets import SET_COLUMNS, column_sets_refused
 from wide_assets.spec import TableSpec
-from wide_assets.sql import ADDS, RETRACTS, RowKind, kind_in, quote, string_literal
+from wide_assets.sql import ADDS, RETRACTS, RowKind, columns, key_join, kind_in, quote, string_literal
 
 EXAMPLES = 3  # bad records quoted per kind of problem
 
@@ -259,19 +259,19 @@ def assign_auto_increment(
     spec = batch.context.spec
     column = spec.merge.auto_increment
     assert column is not None
-    keys = [quote(k) for k in spec.primary_key]
-    joined = " AND ".join(f"b.{k} <=> n.{k}" for k in keys)
-    stored_match = " AND ".join(f"t.{k} = b.{k}" for k in keys)
+    keys, batch_keys = columns(spec.primary_key), columns(spec.primary_key, "b.")
+    joined = key_join(spec.primary_key, "b", "n", null_safe=True)
+    stored_match = key_join(spec.primary_key, "t", "b")
     new_keys = spark.sql(
-        f"SELECT {', '.join(keys)}, CAST({next_id} - 1 + row_number() OVER (ORDER BY _first) AS "
-        f"{spec.column(column).type}) AS _id FROM (SELECT {', '.join(f'b.{k}' for k in keys)}, min(b._offset) AS _first "
+        f"SELECT {keys}, CAST({next_id} - 1 + row_number() OVER (ORDER BY _first) AS "
+        f"{spec.column(column).type}) AS _id FROM (SELECT {batch_keys}, min(b._offset) AS _first "
         f"FROM {{frame}} b WHERE {kind_in('b._row_kind', ADDS)} "
-        f"AND NOT EXISTS (SELECT 1 FROM {{stored}} t WHERE {stored_match}) GROUP BY {', '.join(f'b.{k}' for k in keys)})",
+        f"AND NOT EXISTS (SELECT 1 FROM {{stored}} t WHERE {stored_match}) GROUP BY {batch_keys})",
         frame=batch.frame,
         stored=stored,
     )
     assigned = new_keys.count()
-    columns = ", ".join(
+    with_ids = ", ".join(
         f"n._id AS {quote(c)}" if c == column else f"b.{quote(c)}"
         for c in [
             *spec.column_names,
@@ -281,7 +281,7 @@ def assign_auto_increment(
         ]
     )
     frame = spark.sql(
-        f"SELECT {columns} FROM {{frame}} b LEFT JOIN {{ids}} n ON {joined}", frame=batch.frame, ids=new_keys
+        f"SELECT {with_ids} FROM {{frame}} b LEFT JOIN {{ids}} n ON {joined}", frame=batch.frame, ids=new_keys
     )
     return replace(batch, frame=frame), next_id + assigned
 
@@ -301,9 +301,8 @@ def merge_batch(
         raise MergeError(refusal[1])
     query = merge_query(batch.context, segmented, batch.adds_only)
     entries = spark.sql(query, batch=batch.frame, stored=stored)
-    columns = ", ".join(quote(c) for c in spec.column_names)
     return spark.sql(
-        f"SELECT _row_kind, {columns}, "
+        f"SELECT _row_kind, {columns(spec.column_names)}, "
         "CAST(row_number() OVER (ORDER BY _order_a, _order_i) - 1 AS BIGINT) AS _offset FROM {entries}",
         entries=entries,
     )

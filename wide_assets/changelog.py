@@ -12,15 +12,14 @@ from wide_assets.batch import PreparedBatch
 from wide_assets.merge.context import comparable
 from wide_assets.merge.plan import kind_filter
 from wide_assets.spec import TableSpec
-from wide_assets.sql import ADDS, RETRACTS, RowKind, kind_in, quote
+from wide_assets.sql import ADDS, RETRACTS, RowKind, columns, key_join, kind_in, quote
 
 
 def input_changelog(spark: SparkSession, batch: PreparedBatch) -> DataFrame:
     """C2: the `input` producer's changelog: the records as written, after the row-kind filter."""
     spec = batch.context.spec
-    columns = ", ".join(quote(c) for c in spec.column_names)
     return spark.sql(
-        f"SELECT _row_kind, {columns}, CAST(row_number() OVER (ORDER BY _offset) - 1 AS BIGINT) AS _offset "
+        f"SELECT _row_kind, {columns(spec.column_names)}, CAST(row_number() OVER (ORDER BY _offset) - 1 AS BIGINT) AS _offset "
         f"FROM {{frame}} WHERE {kind_filter(batch.context)}",
         frame=batch.frame,
     )
@@ -29,7 +28,7 @@ def input_changelog(spark: SparkSession, batch: PreparedBatch) -> DataFrame:
 def _first_and_last(spec: TableSpec, across_commits: bool = False) -> str:
     """Per key of a commit's entries (or several commits'): its first and last entry (row kind, image,
     comparable image)."""
-    keys = ", ".join(quote(k) for k in spec.primary_key)
+    keys = columns(spec.primary_key)
     image = "named_struct(" + ", ".join(f"'{c}', {quote(c)}" for c in spec.value_columns) + ")"
     compared = (
         "named_struct("
@@ -42,7 +41,7 @@ def _first_and_last(spec: TableSpec, across_commits: bool = False) -> str:
     # Sail 0.7.2 past 16,384 groups) and no lambdas (Sail mis-types some struct lambda variables).
     order = "_commit, _offset" if across_commits else "_offset"
     descending = "_commit DESC, _offset DESC" if across_commits else "_offset DESC"
-    on = " AND ".join(f"f.{quote(k)} = l.{quote(k)}" for k in spec.primary_key)
+    on = key_join(spec.primary_key, "f", "l")
     return (
         f"SELECT {', '.join(f'f.{quote(k)}' for k in spec.primary_key)}, f.e AS _first, l.e AS _last FROM "
         f"(SELECT {keys}, {entry} AS e, row_number() OVER (PARTITION BY {keys} ORDER BY {order}) AS n "
@@ -65,7 +64,7 @@ def final_images(
     spark: SparkSession, spec: TableSpec, entries: DataFrame, across_commits: bool = False
 ) -> DataFrame:
     """Per key whose row changed: its last changelog image (`_row_kind` '-D' = delete) to apply."""
-    keys = ", ".join(quote(k) for k in spec.primary_key)
+    keys = columns(spec.primary_key)
     values = "".join(f", _last.v.{quote(c)} AS {quote(c)}" for c in spec.value_columns)
     return spark.sql(
         f"SELECT {keys}, _last.k AS _row_kind{values} FROM ({_first_and_last(spec, across_commits)}) "
@@ -77,7 +76,7 @@ def final_images(
 def collapsed_transitions(spark: SparkSession, spec: TableSpec, entries: DataFrame) -> DataFrame:
     """C3 over several commits: one transition per key from its first image to its last, as a
     lookup changelog produced at compaction shows them (intermediate states are not visible)."""
-    keys = ", ".join(quote(k) for k in spec.primary_key)
+    keys = columns(spec.primary_key)
     merge = spec.merge
     ignored = set(merge.row_deduplicate_ignore_fields) if merge.row_deduplicate else set()
     same = " AND ".join(
@@ -149,14 +148,13 @@ def without_ignored_updates(spark: SparkSession, spec: TableSpec, entries: DataF
         if compared
         else "true"
     )
-    window = "PARTITION BY _commit, " + ", ".join(quote(k) for k in spec.primary_key)
+    window = "PARTITION BY _commit, " + columns(spec.primary_key)
     pair = (
         f"max(CASE WHEN {kind_in('_row_kind', [RowKind.UPDATE_BEFORE])} THEN {image} END) OVER ({window}) <=> "
         f"max(CASE WHEN {kind_in('_row_kind', [RowKind.UPDATE_AFTER])} THEN {image} END) OVER ({window})"
     )
-    columns = ", ".join(quote(c) for c in entries.columns)
     return spark.sql(
-        f"SELECT {columns} FROM (SELECT *, {kind_in('_row_kind', [RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER])} "
+        f"SELECT {columns(entries.columns)} FROM (SELECT *, {kind_in('_row_kind', [RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER])} "
         f"AND {pair} AS _ignored FROM {{entries}}) "
         "WHERE NOT _ignored",
         entries=entries,
@@ -166,12 +164,12 @@ def without_ignored_updates(spark: SparkSession, spec: TableSpec, entries: DataF
 def apply_images(spark: SparkSession, spec: TableSpec, stored: DataFrame, images: DataFrame) -> DataFrame:
     """The stored rows with `images` applied: the in-memory equivalent of the Delta MERGE. One outer
     join, so `images` (often a merge itself) is computed once."""
-    keys = " AND ".join(f"s.{quote(k)} = i.{quote(k)}" for k in spec.primary_key)
-    columns = ", ".join(
+    keys = key_join(spec.primary_key, "s", "i")
+    applied = ", ".join(
         f"CASE WHEN i._image THEN i.{quote(c)} ELSE s.{quote(c)} END AS {quote(c)}" for c in spec.column_names
     )
     return spark.sql(
-        f"SELECT {columns} FROM {{stored}} s FULL OUTER JOIN "
+        f"SELECT {applied} FROM {{stored}} s FULL OUTER JOIN "
         f"(SELECT *, true AS _image FROM {{images}}) i ON {keys} "
         f"WHERE i._image IS NULL OR NOT {kind_in('i._row_kind', [RowKind.DELETE])}",
         stored=stored,

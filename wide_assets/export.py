@@ -1,4 +1,4 @@
-"""A changelog in the encodings downstream sinks take (seed 004): append-only, retract, upsert, and as
+"""A changelog in the encodings downstream sinks take (Flink's dynamic tables): append-only, retract, upsert, and as
 Flink changelog JSON or Debezium-style envelopes.
 
 Every function takes a changelog DataFrame as `WideTable.changelog()` returns it (`_row_kind`, the
@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from wide_assets.errors import InvalidInputError
 from wide_assets.spec import TableSpec
-from wide_assets.sql import ADDS, RETRACTS, RowKind, kind_in, quote
+from wide_assets.sql import ADDS, RETRACTS, RowKind, columns, key_join, kind_in, quote
 
 DEBEZIUM_OPS = {RowKind.INSERT: "c", RowKind.UPDATE_AFTER: "u", RowKind.DELETE: "d"}
 IS_INSERT = kind_in("_row_kind", [RowKind.INSERT])
@@ -24,7 +24,7 @@ Encoding = Literal["append", "retract", "upsert", "flink-json", "debezium"]
 
 
 def _columns(spec: TableSpec) -> str:
-    return ", ".join(quote(c) for c in spec.column_names)
+    return columns(spec.column_names)
 
 
 def _row_struct(spec: TableSpec, prefix: str = "") -> str:
@@ -55,7 +55,7 @@ def retract(spark: SparkSession, spec: TableSpec, changelog: DataFrame) -> DataF
 
 def upsert(spark: SparkSession, spec: TableSpec, changelog: DataFrame) -> DataFrame:
     """Key + latest value per entry; `-U` is dropped and a delete is a tombstone (`value` NULL)."""
-    keys = ", ".join(quote(k) for k in spec.primary_key)
+    keys = columns(spec.primary_key)
     return spark.sql(
         f"SELECT {keys}, CASE WHEN {IS_DELETE} THEN NULL ELSE {_row_struct(spec)} END AS value, "
         f"_commit, _offset FROM {{log}} WHERE NOT {IS_UPDATE_BEFORE} ORDER BY _commit, _offset",
@@ -75,7 +75,7 @@ def flink_json(spark: SparkSession, spec: TableSpec, changelog: DataFrame) -> Da
 
 def debezium(spark: SparkSession, spec: TableSpec, changelog: DataFrame) -> DataFrame:
     """Debezium-style envelopes: `{"before", "after", "op"}`; a -U/+U pair becomes one `u` event."""
-    keys = ", ".join(quote(k) for k in spec.primary_key)
+    keys = columns(spec.primary_key)
     row = _row_struct(spec)
     return spark.sql(
         f"""SELECT to_json(named_struct(
@@ -92,10 +92,10 @@ def debezium(spark: SparkSession, spec: TableSpec, changelog: DataFrame) -> Data
 
 def apply_upserts(spark: SparkSession, spec: TableSpec, upserts: DataFrame) -> DataFrame:
     """What an upsert sink holds after consuming `upserts` from empty: the last value per key."""
-    keys = ", ".join(quote(k) for k in spec.primary_key)
-    columns = ", ".join(f"_last.value.{quote(c)} AS {quote(c)}" for c in spec.column_names)
+    keys = columns(spec.primary_key)
+    unpacked = ", ".join(f"_last.value.{quote(c)} AS {quote(c)}" for c in spec.column_names)
     return spark.sql(
-        f"SELECT {columns} FROM (SELECT {keys}, max_by(named_struct('value', value), "
+        f"SELECT {unpacked} FROM (SELECT {keys}, max_by(named_struct('value', value), "
         f"named_struct('c', _commit, 'o', _offset)) AS _last FROM {{upserts}} GROUP BY {keys}) "
         "WHERE _last.value IS NOT NULL",
         upserts=upserts,
@@ -104,7 +104,7 @@ def apply_upserts(spark: SparkSession, spec: TableSpec, upserts: DataFrame) -> D
 
 def snapshot_diff(spark: SparkSession, spec: TableSpec, old: DataFrame, new: DataFrame) -> DataFrame:
     """The changelog that turns snapshot `old` into `new`: +I, -D, and -U/+U for changed rows only."""
-    on = " AND ".join(f"o.{quote(k)} <=> n.{quote(k)}" for k in spec.primary_key)
+    on = key_join(spec.primary_key, "o", "n", null_safe=True)
     old_row, new_row = _row_struct(spec, "o."), _row_struct(spec, "n.")
     present = f"n.{quote(spec.primary_key[0])} IS NOT NULL"
     existed = f"o.{quote(spec.primary_key[0])} IS NOT NULL"
@@ -115,9 +115,9 @@ def snapshot_diff(spark: SparkSession, spec: TableSpec, old: DataFrame, new: Dat
         WHEN {changed} THEN array(named_struct('k', '-U', 'v', {old_row}), named_struct('k', '+U', 'v', {new_row}))
         ELSE CAST(array() AS array<struct<k:string, v:struct<{", ".join(f"{quote(c.name)}:{c.type}" for c in spec.columns)}>>>)
     END"""
-    columns = ", ".join(f"e.v.{quote(c)} AS {quote(c)}" for c in spec.column_names)
+    unpacked = ", ".join(f"e.v.{quote(c)} AS {quote(c)}" for c in spec.column_names)
     return spark.sql(
-        f"SELECT e.k AS _row_kind, {columns} FROM (SELECT {entries} AS entries FROM {{old}} o FULL OUTER JOIN "
+        f"SELECT e.k AS _row_kind, {unpacked} FROM (SELECT {entries} AS entries FROM {{old}} o FULL OUTER JOIN "
         f"{{new}} n ON {on}) LATERAL VIEW inline(entries) e",
         old=old,
         new=new,

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from dagster_parts import assets_and_checks
 
 from demos import declared, declared_defs
-from resources import LakeSettings, SparkEngine
 from wide_assets.pipelines import LandingZone, asset_key
+from wide_assets.pipelines.resources import LakeSettings, SparkEngine
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "sk-live-9f8e7d6c5b4a39281706"
@@ -33,7 +34,7 @@ def test_secrets_stay_out_of_logs_and_metadata(
         spec = declared("product_360").spec
         defs = declared_defs("product_360")
         result = dg.materialize(
-            [*defs.assets, *defs.asset_checks],
+            assets_and_checks(defs),
             selection=[*(asset_key(spec, s.name) for s in spec.sources), asset_key(spec, spec.name)],
             instance=instance,
             resources=resources,
@@ -43,6 +44,7 @@ def test_secrets_stay_out_of_logs_and_metadata(
         assert engine.spark.conf.get("spark.hadoop.fs.s3a.secret.key") == SECRET
         events = [repr(e) for e in instance.all_logs(result.run_id)]
         run = instance.get_run_by_id(result.run_id)
+        assert run is not None
         recorded = "\n".join([*events, repr(run), json.dumps(run.run_config, default=str)])
     metadata = [
         repr(m.metadata) for e in result.get_asset_materialization_events() for m in [e.materialization]

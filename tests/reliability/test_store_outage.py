@@ -12,7 +12,7 @@ import pytest
 
 from wide_assets import WideTable
 from wide_assets.errors import StoreError
-from wide_assets.table import arbiter, protocol, table_writes
+from wide_assets.table import arbiter, delta_log, protocol
 
 COLUMNS = [("k", "int"), ("n", "bigint")]
 SUM = {"merge-engine": "aggregation", "fields.n.aggregate-function": "sum"}
@@ -83,9 +83,7 @@ def test_a_store_failure_before_the_commit_says_nothing_was_committed(
 def test_a_store_failure_while_applying_reports_the_commit_pending(
     spark: Any, table: WideTable, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(
-        table_writes.delta_log, "commit", failing_once(table_writes.delta_log.commit, after=False)
-    )
+    monkeypatch.setattr(delta_log, "commit", failing_once(delta_log.commit, after=False))
     result = retrying_caller(table, spark)
     assert result.applied_later and "do not write it again" in str(result.note)
     assert table.pending_commits() == [2]

@@ -35,15 +35,17 @@ def fold(dialect: str, name: str, type_: str, values: list[Any]) -> Any:
     for value in values:
         operands = Operands("acc", "inp", column, FieldFunction("v", name), "seen")
         expression = functions[name].agg(operands)
-        acc = (
+        row = (
             duckdb.connect()
             .execute(
                 f"SELECT {expression} FROM (SELECT CAST(? AS {sql_type}) AS acc, CAST(? AS {sql_type}) AS inp, "
                 "CAST(? AS BOOLEAN) AS seen)",
                 [acc, value, seen],
             )
-            .fetchone()[0]
-        )  # type: ignore[index]
+            .fetchone()
+        )
+        assert row is not None
+        acc = row[0]
         seen = True
     return acc
 

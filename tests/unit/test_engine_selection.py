@@ -6,7 +6,7 @@ from __future__ import annotations
 import dagster as dg
 import pytest
 
-from resources import SparkEngine, spark_from_env
+from wide_assets.pipelines.resources import SparkEngine, spark_from_env
 from wide_assets.session import EngineSettings, engine_from_env, get_spark
 
 REMOTE = "sc://spark.example:15002"

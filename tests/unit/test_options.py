@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pytest
 
 from wide_assets.errors import InvalidOptionError
+from wide_assets.merge import engine_for
 from wide_assets.spec import TableSpec
 
 COLUMNS = [("k", "int"), ("a", "string"), ("b", "bigint"), ("seq_a", "bigint"), ("seq_b", "bigint")]
 
 
-def spec(options: dict[str, object] | None = None, columns: list[tuple[str, str]] | None = None) -> TableSpec:
+def spec(
+    options: Mapping[str, object] | None = None, columns: list[tuple[str, str]] | None = None
+) -> TableSpec:
     return TableSpec.build(columns or COLUMNS, ["k"], options)
 
 
@@ -295,3 +300,25 @@ def test_fluss_merge_engine_names_are_read_in_any_case() -> None:
     """MergeEngineType.fromString upper-cases the name."""
     assert spec({"table.merge-engine": "First_Row"}).merge.engine == "first_row"
     assert spec({"table.merge-engine": "AGGREGATION"}).merge.engine == "aggregation"
+
+
+@pytest.mark.parametrize(
+    ("options", "first_record_wins"),
+    [
+        ({"merge-engine": "first-row"}, True),
+        ({"table.merge-engine": "FIRST_ROW"}, True),
+        ({"merge-engine": "deduplicate"}, False),
+        ({"merge-engine": "partial-update"}, False),
+        ({"merge-engine": "aggregation"}, False),
+        ({"table.delete.behavior": "allow"}, False),
+        ({"table.merge-engine": "aggregation"}, False),
+        ({"table.merge-engine": "versioned", "table.merge-engine.versioned.ver-column": "b"}, False),
+    ],
+)
+def test_each_engine_name_selects_its_engine(options: dict[str, str], first_record_wins: bool) -> None:
+    """Every engine the options name is registered under that name, and says whether a key's first
+    record is its row for good (the two first-row engines, as Paimon's and Fluss's docs say)."""
+    merge = spec(options).merge
+    engine = engine_for(merge)
+    assert engine.name == merge.engine
+    assert engine.first_record_wins is first_record_wins

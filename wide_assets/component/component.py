@@ -7,11 +7,15 @@ starts Spark when the definitions load; everything that can be wrong in a declar
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cache, cached_property
 from types import UnionType
-from typing import Annotated, Any, Self, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, Self, Union, get_args, get_origin
 
 import dagster as dg
+from dagster.components.resolved.model import Resolver
+from dagster.components.utils.translation import ResolvedTranslationFn
 from pydantic import BaseModel, Field, create_model
 
 from wide_assets.component.declaration import (
@@ -21,16 +25,32 @@ from wide_assets.component.declaration import (
     HistoryDeclaration,
     SourceDeclaration,
     TableDeclaration,
-    table_spec,
     unknown_fields,
+    wide_table_spec,
 )
 from wide_assets.component.refusal import DeclarationProblem, refuse
 from wide_assets.component.resources import SparkDeclaration, table_resources
 from wide_assets.component.scaffold import WideTableScaffolder
 from wide_assets.pipelines import WideTableSpec, wide_table_defs
-from wide_assets.pipelines.assets import SensorScope
+from wide_assets.pipelines.assets import SensorScope, source_applier
+from wide_assets.pipelines.locate import LakeLocator
 
-__all__ = ["WideTableComponent"]
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from wide_assets.pipelines.apply import SourceApplied
+    from wide_assets.table import WideTable
+
+__all__ = ["WideTableAsset", "WideTableComponent"]
+
+
+@dataclass(frozen=True)
+class WideTableAsset:
+    """Which of a table's assets a spec is, as `translation` (`{{ data.table }}`, `{{ data.source }}`)
+    and `get_asset_spec` see it: the table's name, and the source's for a source's ingest asset."""
+
+    table: str
+    source: str | None = None
 
 
 @dg.scaffold_with(WideTableScaffolder)
@@ -79,10 +99,18 @@ class WideTableComponent(dg.Component, dg.Resolvable, dg.Model):
               feeds: {points: points, ts: points_ts}
               op_time: ts
               deletes: clear-columns
+          translation:
+            owners: [team:data]
+            tags: {feed: "{{ data.source or data.table }}"}
 
     Extend it in Python where a declaration cannot say something: subclass it in a `component.py`
-    beside the defs.yaml, override `build_defs` (use `self.spec`), and name the subclass in the
-    defs.yaml's `type` (`.component.MyTable`).
+    beside the defs.yaml, override `get_asset_spec` (each asset's spec), `execute` (a run of the
+    table's asset) or `build_defs` (use `self.spec`), and name the subclass in the defs.yaml's `type` (`.component.MyTable`).
+
+    `translation` sets the group, owners, tags, kinds, description or metadata of each asset, per
+    table and per source, as Dagster's own integration components do: its templates see
+    `data.table` and `data.source` (None for the table's own assets). It does not change keys: the
+    table's checks, jobs and sensors name its assets by key.
     """
 
     table: Annotated[TableDeclaration, Field(description="The wide table.")]
@@ -128,6 +156,7 @@ class WideTableComponent(dg.Component, dg.Resolvable, dg.Model):
             "(relative to the project root). Every table of a project shares one landing zone."
         ),
     ] = "data"
+    translation: ResolvedTranslationFn[WideTableAsset] = None
     spark: Annotated[
         SparkDeclaration | None,
         Field(
@@ -163,7 +192,7 @@ class WideTableComponent(dg.Component, dg.Resolvable, dg.Model):
     @cached_property
     def spec(self) -> WideTableSpec:
         """The declaration as a `WideTableSpec` (raises `DeclarationProblem` naming what is wrong)."""
-        return table_spec(self.table, self.sources, self.history)
+        return wide_table_spec(self.table, self.sources, self.history)
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         spec = self.spec
@@ -189,15 +218,43 @@ class WideTableComponent(dg.Component, dg.Resolvable, dg.Model):
             pool=self.pool,
             compaction=compaction.policy() if compaction else None,
             export_encoding=None if export == "none" else export,
+            apply=self.execute,
         )
+        sources = {source.name for source in spec.sources}
+
+        def translated(asset: dg.AssetSpec) -> dg.AssetSpec:
+            name = asset.key.path[-1]
+            role = WideTableAsset(spec.name, name if name in sources else None)
+            changed = self.get_asset_spec(asset, role)
+            if changed.key != asset.key:
+                raise ValueError(
+                    f"table {spec.name}: translating the asset {asset.key.to_user_string()} changed its key "
+                    f"to {changed.key.to_user_string()}; its checks, jobs and sensors name it by key, so "
+                    "translate its group, owners, tags, kinds or description instead."
+                )
+            return changed
+
+        # The non-preview form of `map_resolved_asset_specs`, which Dagster's post_processing calls too.
+        table = table.permissive_map_resolved_asset_specs(func=translated, selection=None)
         resources = table_resources(context.project_root, self.lake, self.landing, self.spark)
         return dg.Definitions.merge(table, dg.Definitions(resources=resources))
+
+    def execute(self, spark: SparkSession, table: WideTable, lake: LakeLocator) -> Sequence[SourceApplied]:
+        """One run of the table's asset: each source's new records applied to `table`, once (override to
+        add steps before or after; the materialization describes what it returns)."""
+        return source_applier(self.spec)(spark, table, lake)
+
+    def get_asset_spec(self, spec: dg.AssetSpec, asset: WideTableAsset) -> dg.AssetSpec:
+        """The spec of one of the table's assets (override to change it; its key must stay): by default
+        `spec` as `translation` says."""
+        return self.translation(spec, asset) if self.translation else spec
 
 
 @cache
 def _without_template_strings(component: type[dg.Model], derived: type[BaseModel]) -> type[BaseModel]:
     """`derived` with each field that Dagster widened to `T | str` typed `T` again (fields whose own
-    type admits a string keep it)."""
+    type admits a string keep it, and so do fields a resolver reads from a model of its own, such as
+    `translation`)."""
     narrowed: dict[str, Any] = {}
     for name, field in derived.model_fields.items():
         declared = component.model_fields[name].annotation
@@ -206,9 +263,19 @@ def _without_template_strings(component: type[dg.Model], derived: type[BaseModel
             get_origin(widened) in (Union, UnionType)
             and str in get_args(widened)
             and str not in _members(declared)
+            and not _resolved(declared)
         ):
             narrowed[name] = (declared, field)
     return create_model(derived.__name__, __base__=derived, **narrowed)
+
+
+def _resolved(annotation: Any) -> bool:
+    """Whether a member of `annotation` is `Annotated` with a Dagster `Resolver` (its YAML has a model
+    of its own)."""
+    return any(
+        get_origin(member) is Annotated and any(isinstance(m, Resolver) for m in member.__metadata__)
+        for member in _members(annotation)
+    )
 
 
 def _members(annotation: Any) -> tuple[Any, ...]:

@@ -1,7 +1,7 @@
 """The typed YAML schema of a wide table's `defs.yaml`, and its translation into the declarative specs.
 
 Each model forbids unknown fields, so a misspelled field fails when the definitions load, at its line
-of the YAML. `table_spec` then builds the `WideTableSpec` (columns, types, keys, feeds, op times) and
+of the YAML. `wide_table_spec` then builds the `WideTableSpec` (columns, types, keys, feeds, op times) and
 parses the Paimon/Fluss options, refusing an option that means nothing to the table's dialect; every
 refusal names the table or source and, where there is one, the closest valid name.
 """
@@ -33,8 +33,8 @@ __all__ = [
     "SourceDeclaration",
     "SourceHealthDeclaration",
     "TableDeclaration",
-    "table_spec",
     "unknown_fields",
+    "wide_table_spec",
 ]
 
 COLUMNS = Field(
@@ -388,10 +388,9 @@ def _check_options(spec: WideTableSpec, table: TableDeclaration) -> None:
     """Parse the options as `WideTable.create` will: a misspelled or unsupported one is refused, at the
     option it names when the declaration lists it."""
     from wide_assets.errors import InvalidOptionError
-    from wide_assets.spec import TableSpec
 
     try:
-        TableSpec.build(spec.columns, spec.primary_key, spec.options)
+        spec.table_spec()
     except InvalidOptionError as error:
         if table.ddl is not None:
             raise DeclarationProblem(f"table {spec.name}: {error}", ("table", "ddl")) from error
@@ -411,7 +410,7 @@ def _source_at(error: ValueError, sources: list[SourceDeclaration]) -> tuple[str
     return ("table",)
 
 
-def table_spec(
+def wide_table_spec(
     table: TableDeclaration, sources: list[SourceDeclaration], history: HistoryDeclaration | None = None
 ) -> WideTableSpec:
     """The declaration as a `WideTableSpec`, validated: raises `DeclarationProblem` naming what is wrong

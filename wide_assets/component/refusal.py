@@ -1,6 +1,6 @@
 """A refused declaration as one block: the defs.yaml, the line and field, what is wrong and the fix.
 
-`table_spec` raises `DeclarationProblem` with the path of the field at fault inside `attributes`;
+`wide_table_spec` raises `DeclarationProblem` with the path of the field at fault inside `attributes`;
 the component turns it into a `DeclarationError` located in the YAML when it loads. Under `dg check
 defs` and `dagster definitions validate` (which set `DAGSTER_IS_DEFS_VALIDATION_CLI`, Dagster's
 switch for code that behaves differently in validation mode) the block is the whole report: it is

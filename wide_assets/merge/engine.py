@@ -35,6 +35,8 @@ class MergeEngine:
     per_record = False
     # Paimon's first-row: a key's changelog is its first +I and nothing afterwards.
     insert_only_changelog = False
+    # Paimon's first-row and Fluss's first_row: a key's first record is its row for good.
+    first_record_wins = False
     accepts_partial_write = True
 
     def step(self, ctx: MergeContext) -> str:

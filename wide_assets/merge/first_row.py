@@ -15,6 +15,7 @@ RETRACT_REJECTED = (
 class FirstRow(MergeEngine):
     name = "first-row"
     insert_only_changelog = True
+    first_record_wins = True
     accepts_partial_write = False
 
     def guard(self, ctx: MergeContext) -> tuple[str, str] | None:

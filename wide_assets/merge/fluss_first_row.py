@@ -8,6 +8,7 @@ from wide_assets.merge.fluss import FlussEngine
 
 class FlussFirstRow(FlussEngine):
     name = "first_row"
+    first_record_wins = True
     accepts_partial_write = False
     deletes_rows = False
 

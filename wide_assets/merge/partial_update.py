@@ -8,6 +8,8 @@ the group alone.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from wide_assets.merge.context import (
     ADD,
     DELETE,
@@ -37,6 +39,11 @@ DELETE_REJECTED = "\n".join(
         "of `specified sequence group`.",
     ]
 )
+
+
+def _grouped_columns(merge: MergeOptions) -> set[str]:
+    """The columns some sequence group protects or orders by."""
+    return {c for g in merge.sequence_groups for c in (*g.protected, *g.sequence_fields)}
 
 
 class PartialUpdate(MergeEngine):
@@ -75,7 +82,7 @@ class PartialUpdate(MergeEngine):
         target-column write reads which columns it wrote: both keep the row-wide fold."""
         if ctx.merge.sequence_fields or ctx.target_columns is not None:
             return None
-        grouped = {c for g in ctx.merge.sequence_groups for c in (*g.protected, *g.sequence_fields)}
+        grouped = _grouped_columns(ctx.merge)
         folds = []
         ungrouped = tuple(c for c in ctx.values if c not in grouped)
         if ungrouped:
@@ -93,7 +100,7 @@ class PartialUpdate(MergeEngine):
 
     def _ungrouped(self, ctx: MergeContext) -> dict[str, str]:
         """P1/P9: columns outside groups take non-NULL values (a target-column write takes NULL too)."""
-        grouped = {c for g in ctx.merge.sequence_groups for c in (*g.protected, *g.sequence_fields)}
+        grouped = _grouped_columns(ctx.merge)
         updates = {}
         for column in ctx.values:
             if column in grouped or not ctx.written(column):
@@ -143,52 +150,52 @@ class PartialUpdate(MergeEngine):
         return f"{compare_tuples(incoming, stored)} >= 0"
 
     def _group_add(self, ctx: MergeContext, group: SequenceGroup) -> dict[str, str]:
-        active, newer = self._active(ctx, group), self._newer(ctx, group)
-        updates = {
-            ctx.aliases[
-                f
-            ]: f"CASE WHEN {active} AND {newer} THEN {ctx.ref('r', f)} ELSE {ctx.ref('s', f)} END"
-            for f in group.sequence_fields
-        }
-        for column in group.protected:
-            if not ctx.written(column):
-                continue
-            stored = ctx.ref("s", column)
-            if ctx.function(column) is None:
-                updates[ctx.aliases[column]] = (
-                    f"CASE WHEN {active} AND {newer} THEN {ctx.ref('r', column)} ELSE {stored} END"
-                )
-                continue
-            in_order, reversed_order = (
-                aggregate_step(ctx, column),
-                aggregate_step(ctx, column, reversed_order=True),
-            )
-            for field, value in in_order.items():
-                kept = f"s.{field}"
-                updates[field] = (
-                    f"CASE WHEN {active} AND {newer} THEN {value} "
-                    f"WHEN {active} THEN {reversed_order[field]} ELSE {kept} END"
-                )
-        return updates
+        """P7/P8: a newer record replaces the group's columns; every active record feeds its functions
+        (an older one in reverse order)."""
+
+        def folded(column: str, active: str, newer: str) -> dict[str, str]:
+            in_order = aggregate_step(ctx, column)
+            reversed_order = aggregate_step(ctx, column, reversed_order=True)
+            return {
+                field: f"CASE WHEN {active} AND {newer} THEN {value} "
+                f"WHEN {active} THEN {reversed_order[field]} ELSE s.{field} END"
+                for field, value in in_order.items()
+            }
+
+        return self._group_updates(ctx, group, lambda column: ctx.ref("r", column), folded)
 
     def _group_retract(self, ctx: MergeContext, group: SequenceGroup) -> dict[str, str]:
         """P10: a newer retraction advances the sequence and clears the group; functions retract."""
+
+        def folded(column: str, active: str, newer: str) -> dict[str, str]:
+            return {
+                field: f"CASE WHEN {active} THEN {value} ELSE s.{field} END"
+                for field, value in retract_step(ctx, column).items()
+            }
+
+        return self._group_updates(ctx, group, ctx.null, folded)
+
+    def _group_updates(
+        self,
+        ctx: MergeContext,
+        group: SequenceGroup,
+        newer_value: Callable[[str], str],
+        folded: Callable[[str, str, str], dict[str, str]],
+    ) -> dict[str, str]:
+        """A group's state updates for record `r`: its sequence fields advance to a newer record's; each
+        written protected column takes `newer_value(column)` from a newer record, or, under a function,
+        the updates `folded(column, active, newer)` gives."""
         active, newer = self._active(ctx, group), self._newer(ctx, group)
-        updates = {
-            ctx.aliases[
-                f
-            ]: f"CASE WHEN {active} AND {newer} THEN {ctx.ref('r', f)} ELSE {ctx.ref('s', f)} END"
-            for f in group.sequence_fields
-        }
+
+        def if_newer(column: str, value: str) -> str:
+            return f"CASE WHEN {active} AND {newer} THEN {value} ELSE {ctx.ref('s', column)} END"
+
+        updates = {ctx.aliases[f]: if_newer(f, ctx.ref("r", f)) for f in group.sequence_fields}
         for column in group.protected:
             if not ctx.written(column):
                 continue
-            stored = ctx.ref("s", column)
             if ctx.function(column) is None:
-                updates[ctx.aliases[column]] = (
-                    f"CASE WHEN {active} AND {newer} THEN {ctx.null(column)} ELSE {stored} END"
-                )
-                continue
-            for field, value in retract_step(ctx, column).items():
-                updates[field] = f"CASE WHEN {active} THEN {value} ELSE s.{field} END"
+                updates[ctx.aliases[column]] = if_newer(column, newer_value(column))
+            else:
+                updates.update(folded(column, active, newer))
         return updates

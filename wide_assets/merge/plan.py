@@ -15,10 +15,10 @@ from wide_assets.merge.column_sets import SET_COLUMNS, with_column_sets
 from wide_assets.merge.context import MergeContext, comparable
 from wide_assets.merge.engine import ColumnFold, MergeEngine
 from wide_assets.merge.registry import engine_for
-from wide_assets.options.common import MergeOptions
+from wide_assets.options.common import ChangelogProducer, MergeOptions
 from wide_assets.sql import RowKind, kind_in, quote
 
-PRODUCERS_WITH_UNCHANGED_ROWS = ("lookup", "full-compaction")
+PRODUCERS_WITH_UNCHANGED_ROWS: tuple[ChangelogProducer, ...] = ("lookup", "full-compaction")
 
 
 def logs_unchanged_rows(merge: MergeOptions) -> bool:

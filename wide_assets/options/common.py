@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeVar
 
 from wide_assets.aggregate_functions import aggregator
 from wide_assets.errors import InvalidOptionError, did_you_mean
@@ -16,6 +16,15 @@ from wide_assets.schema import FieldFunction, Schema, SequenceGroup
 from wide_assets.spark_types import check_type
 
 Dialect = Literal["paimon", "fluss"]
+PaimonEngineName = Literal["deduplicate", "partial-update", "aggregation", "first-row"]
+# Fluss's engines as named here: `last_row` is the behaviour of no `table.merge-engine`.
+FlussEngineName = Literal["last_row", "first_row", "versioned", "aggregation"]
+EngineName = Literal[PaimonEngineName, FlussEngineName]
+ChangelogProducer = Literal["none", "input", "lookup", "full-compaction"]
+DeleteBehavior = Literal["allow", "ignore", "disable"]
+ChangelogImage = Literal["FULL", "WAL"]
+
+Choice = TypeVar("Choice", bound=str)
 
 # Options with an effect here in either dialect: the physical layout (buckets, write-only writers,
 # deletion vectors or copy-on-write), never the merged result.
@@ -136,7 +145,7 @@ class MergeOptions:
     """The merge semantics a table's options select, validated against its columns."""
 
     dialect: Dialect
-    engine: str
+    engine: EngineName
     sequence_fields: tuple[str, ...] = ()
     sequence_descending: bool = False
     ignore_delete: bool = False
@@ -145,12 +154,12 @@ class MergeOptions:
     functions: Mapping[str, FieldFunction] = field(default_factory=dict)
     remove_record_on_delete: bool = False
     remove_record_on_sequence_group: tuple[str, ...] = ()
-    changelog_producer: str = "none"
+    changelog_producer: ChangelogProducer = "none"
     row_deduplicate: bool = False
     row_deduplicate_ignore_fields: tuple[str, ...] = ()
     full_compaction_delta_commits: int = 1
-    delete_behavior: str = "allow"
-    changelog_image: str = "FULL"
+    delete_behavior: DeleteBehavior = "allow"
+    changelog_image: ChangelogImage = "FULL"
     version_column: str | None = None
     auto_increment: str | None = None
     # Paimon 'write-only': writers only append merged fragments; a dedicated compaction applies them.
@@ -234,6 +243,11 @@ def parse_bool(
 
 def name_list(value: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in value.split(",") if part.strip())
+
+
+def one_of(value: str, choices: tuple[Choice, ...]) -> Choice | None:
+    """`value` as the one of `choices` it equals (typed as that choice); None when it equals none."""
+    return next((choice for choice in choices if choice == value), None)
 
 
 def check_columns(schema: Schema, dialect: Dialect) -> None:

@@ -4,22 +4,29 @@ version column, `fields.<f>.agg` functions and the auto-increment column, with F
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import get_args
 
 from wide_assets.aggregate_functions import FLUSS_FUNCTIONS
 from wide_assets.errors import InvalidOptionError
 from wide_assets.java_text import java_list, type_name
 from wide_assets.options.common import (
     FLUSS_FIELD_SUFFIXES,
+    ChangelogImage,
+    DeleteBehavior,
+    FlussEngineName,
     MergeOptions,
     field_options,
     name_list,
+    one_of,
     parse_bool,
     unparsable,
 )
 from wide_assets.schema import FieldFunction, Schema
 
 # The engines `table.merge-engine` names; without it a table keeps the last row (`last_row` here).
-FLUSS_ENGINES = ("first_row", "versioned", "aggregation")
+FLUSS_ENGINES: tuple[FlussEngineName, ...] = ("first_row", "versioned", "aggregation")
+DELETE_BEHAVIORS: tuple[DeleteBehavior, ...] = get_args(DeleteBehavior)
+CHANGELOG_IMAGES: tuple[ChangelogImage, ...] = get_args(ChangelogImage)
 VERSION_TYPES = ("int", "bigint", "timestamp", "timestamp_ntz")
 # Every AggFunctionType, as Fluss's Flink DDL lists them when refusing an unknown one (sorted names).
 FLUSS_FUNCTION_NAMES = (
@@ -43,13 +50,13 @@ FLUSS_FUNCTION_NAMES = (
 def parse_fluss(schema: Schema, options: Mapping[str, str]) -> MergeOptions:
     written = options.get("table.merge-engine")
     # MergeEngineType.fromString: any case; `last_row` is the behaviour of no merge engine, not a name.
-    engine = "last_row" if written is None else written.lower()
-    if written is not None and engine not in FLUSS_ENGINES:
+    engine = "last_row" if written is None else one_of(written.lower(), FLUSS_ENGINES)
+    if engine is None:
         raise InvalidOptionError(f"Unsupported merge engine type: {written}")
     default_behavior = "allow" if engine == "last_row" else "ignore"
     raw_behavior = options.get("table.delete.behavior", default_behavior)
-    behavior = raw_behavior.lower()
-    if behavior not in ("allow", "ignore", "disable"):
+    behavior = one_of(raw_behavior.lower(), DELETE_BEHAVIORS)
+    if behavior is None:
         raise unparsable(raw_behavior, "table.delete.behavior")
     if behavior == "allow" and engine in ("first_row", "versioned"):
         # FirstRowRowMerger's and VersionedRowMerger's words. (Fluss's server refuses such a table at
@@ -57,8 +64,8 @@ def parse_fluss(schema: Schema, options: Mapping[str, str]) -> MergeOptions:
         # the conformance case fluss_first_row_delete_allow_is_error expects the row merger's.)
         raise InvalidOptionError(f"DELETE is not supported for the {engine} merge engine.")
     raw_image = options.get("table.changelog.image", "FULL")
-    image = raw_image.upper()
-    if image not in ("FULL", "WAL"):
+    image = one_of(raw_image.upper(), CHANGELOG_IMAGES)
+    if image is None:
         raise unparsable(raw_image, "table.changelog.image")
     version_column = options.get("table.merge-engine.versioned.ver-column")
     if engine == "versioned":

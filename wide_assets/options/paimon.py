@@ -4,21 +4,25 @@ delete handling and changelog producers, each validated with Paimon's own messag
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import get_args
 
 from wide_assets.aggregate_functions import NESTED_KEY_NULL_STRATEGIES, PAIMON_FUNCTIONS
 from wide_assets.errors import InvalidOptionError, did_you_mean
 from wide_assets.options.common import (
     PAIMON_FIELD_SUFFIXES,
+    ChangelogProducer,
     MergeOptions,
+    PaimonEngineName,
     field_options,
     name_list,
+    one_of,
     parse_bool,
     unparsable,
 )
 from wide_assets.schema import FieldFunction, Schema, SequenceGroup
 
-PAIMON_ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
-PAIMON_PRODUCERS = ("none", "input", "lookup", "full-compaction")
+PAIMON_ENGINES: tuple[PaimonEngineName, ...] = get_args(PaimonEngineName)
+PAIMON_PRODUCERS: tuple[ChangelogProducer, ...] = get_args(ChangelogProducer)
 # The identifiers of Paimon's FieldAggregatorFactory implementations, in the order its service file
 # (paimon-core META-INF/services/org.apache.paimon.factories.Factory) lists them; an unknown function
 # name is refused with the whole list.
@@ -68,9 +72,10 @@ SEQUENCE_TYPES = (
 
 
 def parse_paimon(schema: Schema, options: Mapping[str, str]) -> MergeOptions:
-    engine = options.get("merge-engine", "deduplicate")
-    if engine not in PAIMON_ENGINES:
-        raise unparsable(engine, "merge-engine")
+    written_engine = options.get("merge-engine", "deduplicate")
+    engine = one_of(written_engine, PAIMON_ENGINES)
+    if engine is None:
+        raise unparsable(written_engine, "merge-engine")
     # Paimon's Options: the main key if set, else the first fallback key set, whatever the engine.
     ignore_delete_key = next((k for k in ("ignore-delete", *IGNORE_DELETE_FALLBACKS) if k in options), None)
     ignore_delete = ignore_delete_key is not None and parse_bool(
@@ -80,9 +85,10 @@ def parse_paimon(schema: Schema, options: Mapping[str, str]) -> MergeOptions:
     sequence_fields = name_list(options.get("sequence.field", ""))
     groups = _sequence_groups(schema, options, field_opts)
     functions = _paimon_functions(schema, options, field_opts, sequence_fields, groups, engine)
-    producer = options.get("changelog-producer", "none")
-    if producer not in PAIMON_PRODUCERS:
-        raise unparsable(producer, "changelog-producer")
+    written_producer = options.get("changelog-producer", "none")
+    producer = one_of(written_producer, PAIMON_PRODUCERS)
+    if producer is None:
+        raise unparsable(written_producer, "changelog-producer")
     remove_on_delete = parse_bool(options, "partial-update.remove-record-on-delete") or (
         engine == "aggregation" and parse_bool(options, "aggregation.remove-record-on-delete")
     )
@@ -225,7 +231,7 @@ def _paimon_functions(
     field_opts: Mapping[tuple[str, str], str],
     sequence_fields: tuple[str, ...],
     groups: tuple[SequenceGroup, ...],
-    engine: str,
+    engine: PaimonEngineName,
 ) -> dict[str, FieldFunction]:
     default = options.get("fields.default-aggregate-function")
     group_of = {f: g for g in groups for f in g.sequence_fields}

@@ -16,7 +16,7 @@ from wide_assets.errors import ConcurrentWriteError, InvalidInputError, TableSta
 from wide_assets.pipelines.declarations import LakeTableSpec, SourceSpec, WideTableSpec, op_time_family
 from wide_assets.pipelines.markdown import markdown_table
 from wide_assets.pipelines.run_order import Unit, commit_segments
-from wide_assets.sql import quote, string_literal
+from wide_assets.sql import columns, key_join, quote, string_literal
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -100,12 +100,12 @@ def pending_records(
     spark: SparkSession, table: WideTable, source: str, path: str, upto_at_most: int | None = None
 ) -> Pending:
     """`source`'s CDC records past the `_offset` `table` consumed (and not past `upto_at_most`)."""
-    from deltalake import DeltaTable
+    from wide_assets.table import delta_tables
 
-    if not DeltaTable.is_deltatable(path):
-        raise TableStateError(f"Source {source} has no CDC table at {path}; materialize it first.")
     # Pinned to one version: the records and the version reported for them must agree.
-    version = DeltaTable(path).version()
+    version = delta_tables.version(path)
+    if version is None:
+        raise TableStateError(f"Source {source} has no CDC table at {path}; materialize it first.")
     rows = spark.read.format("delta").option("versionAsOf", version).load(path)
     last = consumed_offsets(table).get(source, 0)
     bound = "" if upto_at_most is None else f" AND _offset <= {int(upto_at_most)}"
@@ -237,8 +237,10 @@ def _shared_key_units(
     # Only a record that may remove the row changes a row by its order against another source's
     # record (a retraction of a `remove-row` source); under first-row, where the first record of a
     # key wins, every record does.
-    every_record = table.spec.merge.engine in ("first-row", "first_row")
-    keys = ", ".join(quote(k) for k in spec.primary_key)
+    from wide_assets.merge import engine_for
+
+    every_record = engine_for(table.spec.merge).first_record_wins
+    keys = columns(spec.primary_key)
     types = dict(spec.columns)
     frames: dict[str, Any] = {}
     selects = []
@@ -262,8 +264,7 @@ def _shared_key_units(
     union = " UNION ALL ".join(selects)
     rows = spark.sql(
         f"WITH u AS ({union}), shared AS (SELECT {keys} FROM u GROUP BY {keys} HAVING count(DISTINCT _source) > 1) "
-        f"SELECT u.* FROM u LEFT SEMI JOIN shared s ON "
-        + " AND ".join(f"u.{quote(k)} = s.{quote(k)}" for k in spec.primary_key),
+        f"SELECT u.* FROM u LEFT SEMI JOIN shared s ON " + key_join(spec.primary_key, "u", "s"),
         **frames,
     ).collect()
     grouped: dict[tuple[str, int], tuple[Any, set[Hashable], list[bool]]] = {}
@@ -385,7 +386,7 @@ def key_report(spark: SparkSession, rows: DataFrame, primary_key: Sequence[str])
     commit touching one key writes such a file. So rows of duplicated keys are derived: rows with a
     complete key, minus distinct keys, plus duplicated keys.
     """
-    keys = ", ".join(quote(k) for k in primary_key)
+    keys = columns(primary_key)
     null_key = " OR ".join(f"{quote(k)} IS NULL" for k in primary_key)
     # count(DISTINCT a, b) skips tuples with a NULL part: it counts complete keys only.
     totals = spark.sql(

@@ -30,7 +30,7 @@ from wide_assets.pipelines.ingest import (
 )
 from wide_assets.pipelines.landing import LandingZone
 from wide_assets.pipelines.locate import LakeLocator, SparkProvider, asset_key, lake_name, table_path
-from wide_assets.pipelines.maintenance import CompactionPolicy, is_write_only, maintenance_defs, table_health
+from wide_assets.pipelines.maintenance import CompactionPolicy, is_write_only, maintenance_defs
 from wide_assets.pipelines.markdown import markdown_table
 from wide_assets.pipelines.triggers import HOURLY, hourly_schedule, new_data_sensor, run_failure_logger
 
@@ -211,8 +211,6 @@ def table_asset(
         lake: dg.ResourceParam[LakeLocator],
     ) -> dg.MaterializeResult[Any]:
         """What is new upstream, applied to the table once, however often the run is repeated."""
-        from deltalake import DeltaTable
-
         session = spark.spark
         table = open_wide_table(session, spec, table_path(lake, spec))
         first_new = table.last_commit + 1
@@ -222,7 +220,7 @@ def table_asset(
             {
                 "dagster/row_count": table.read().count(),
                 "delta_version": table.version,
-                "changelog_version": DeltaTable(table.changelog_path).version(),
+                "changelog_version": table.changelog_version,
                 "last_commit": table.last_commit,
                 "commits_this_run": sum(len(item.results) for item in applied),
                 "path": dg.MetadataValue.path(table.path),
@@ -232,7 +230,7 @@ def table_asset(
             }
         )
         # At a glance: what a compaction would fold in, and how many files reads open.
-        health = table_health(table.path)
+        health = table.health()
         metadata.update(
             {
                 "pending_commits": health.pending_commits,
@@ -269,19 +267,26 @@ def _applied_metadata(context: dg.AssetExecutionContext, applied: Sequence[Sourc
     return {**metadata, **totals}
 
 
-def wide_table_asset(
-    spec: WideTableSpec,
-    automation_condition: dg.AutomationCondition[Any] | None = None,
-    pool: str | None = None,
-) -> dg.AssetsDefinition:
-    """The asset that applies each source's new CDC records to the wide table, one commit per source."""
+def source_applier(spec: WideTableSpec) -> ApplyFn:
+    """The wide table's run: each source's new CDC records applied, in op-time order across sources."""
 
     def apply(spark: "SparkSession", table: "WideTable", lake: LakeLocator) -> list[SourceApplied]:
         paths = {s.name: table_path(lake, spec, s.name) for s in spec.sources}
         return apply_sources(spark, spec, table, paths)
 
+    return apply
+
+
+def wide_table_asset(
+    spec: WideTableSpec,
+    automation_condition: dg.AutomationCondition[Any] | None = None,
+    pool: str | None = None,
+    apply: ApplyFn | None = None,
+) -> dg.AssetsDefinition:
+    """The asset that applies each source's new CDC records to the wide table, one commit per source
+    (`apply`, default `source_applier(spec)`, makes a run's commits)."""
     deps = [asset_key(spec, s.name) for s in spec.sources]
-    return table_asset(spec, deps, _lineage(spec), apply, automation_condition, pool)
+    return table_asset(spec, deps, _lineage(spec), apply or source_applier(spec), automation_condition, pool)
 
 
 def pipeline_job(name: str, keys: Sequence[dg.AssetKey], description: str) -> "UnresolvedAssetJobDefinition":
@@ -324,6 +329,7 @@ def wide_table_defs(
     pool: str | None = None,
     compaction: CompactionPolicy | None = None,
     export_encoding: str | None = "debezium",
+    apply: ApplyFn | None = None,
 ) -> dg.Definitions:
     """Everything Dagster needs for one wide table, minus the shared `spark`/`lake`/`landing` resources.
 
@@ -335,7 +341,8 @@ def wide_table_defs(
     declares one (`history.py`); the job; a schedule on `schedule` (cron, None for
     none); a new-data sensor for the table or one per source's landing folder (`sensor`); optionally
     a run-failure sensor; and `maintenance_defs(spec, compaction, export_encoding)`, which a
-    write-only table needs (its default policy when `compaction` is None).
+    write-only table needs (its default policy when `compaction` is None). `apply` replaces what a run
+    of the table's asset does (default: `source_applier(spec)`).
     """
     job = wide_table_job(spec)
     applied_by = asset_key(spec, spec.name)
@@ -371,7 +378,7 @@ def wide_table_defs(
     table = dg.Definitions(
         assets=[
             *(source_asset(spec, s, pool) for s in spec.sources),
-            wide_table_asset(spec, automation_condition, pool),
+            wide_table_asset(spec, automation_condition, pool, apply),
             *history,
         ],
         asset_checks=[*generated, *checks],
@@ -411,9 +418,7 @@ def materialized_table_asset(
         spark: dg.ResourceParam[SparkProvider], lake: dg.ResourceParam[LakeLocator]
     ) -> dg.MaterializeResult[Any]:
         """The query's result over the upstream tables as they are now, replacing the previous one."""
-        from deltalake import DeltaTable
-
-        from wide_assets.table import WideTable
+        from wide_assets.table import WideTable, delta_tables
 
         session = spark.spark
         tables = {alias: WideTable.open(session, table_path(lake, spec)) for alias, spec in upstreams.items()}
@@ -425,7 +430,7 @@ def materialized_table_asset(
         return dg.MaterializeResult[Any](
             metadata={
                 "dagster/row_count": written.count(),
-                "delta_version": DeltaTable(path).version(),
+                "delta_version": delta_tables.version(path),
                 "upstream_versions": {alias: t.version for alias, t in tables.items()},
                 "path": dg.MetadataValue.path(path),
                 "dagster/column_schema": table_schema(

@@ -20,7 +20,7 @@ from wide_assets.pipelines.declarations import JSON_FORMATS, LakeTableSpec, Sour
 from wide_assets.pipelines.ingest import quarantine_path
 from wide_assets.pipelines.landing import LandingZone
 from wide_assets.pipelines.locate import LakeLocator, SparkProvider, asset_key, table_path
-from wide_assets.sql import quote, string_literal
+from wide_assets.sql import columns, key_join, quote, string_literal
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -109,14 +109,14 @@ def row_diff(
 
 
 def _absent(
-    spark: "SparkSession", rows: "DataFrame", other: "DataFrame", columns: Sequence[str]
+    spark: "SparkSession", rows: "DataFrame", other: "DataFrame", compared: Sequence[str]
 ) -> tuple[int, list[str]]:
-    """How many of `rows` (on `columns`) `other` lacks, with a few of them shown."""
-    selected = ", ".join(quote(c) for c in columns)
+    """How many of `rows` (on `compared` columns) `other` lacks, with a few of them shown."""
+    selected = columns(compared)
     absent = spark.sql(
         f"SELECT {selected} FROM {{r}} EXCEPT ALL SELECT {selected} FROM {{o}}", r=rows, o=other
     )
-    return absent.count(), [_show(r, columns) for r in absent.limit(MAX_EXAMPLES).collect()]
+    return absent.count(), [_show(r, compared) for r in absent.limit(MAX_EXAMPLES).collect()]
 
 
 def _show(row: Any, columns: Sequence[str]) -> str:
@@ -146,7 +146,7 @@ def keyed_diff(
     columns: Sequence[str],
 ) -> KeyedDiff:
     """Compare two DataFrames keyed by `key` (unique on both sides) column by column, NULL equal to NULL."""
-    on = " AND ".join(f"a.{quote(k)} = e.{quote(k)}" for k in key)
+    on = key_join(key, "a", "e")
     first = quote(key[0])
     keys = ", ".join(f"coalesce(a.{quote(k)}, e.{quote(k)}) AS {quote(k)}" for k in key)
     flags = [f"NOT (a.{quote(c)} <=> e.{quote(c)})" for c in columns]
@@ -331,9 +331,10 @@ def landed_at(path: str) -> datetime | None:
     """When the newest records of the Delta table at `path` landed: the write time of its newest data
     file that holds rows (its add action's `modificationTime`), None while it holds none. delta-rs only."""
     import pyarrow as pa
-    from deltalake import DeltaTable
 
-    actions = pa.table(DeltaTable(path).get_add_actions(flatten=True)).select(
+    from wide_assets.table import delta_tables
+
+    actions = pa.table(delta_tables.open_table(path).get_add_actions(flatten=True)).select(
         ["modification_time", "num_records"]
     )
     # Milliseconds since the epoch; a file without statistics (no record count) may hold rows: it counts.
@@ -363,10 +364,11 @@ def freshness_check(spec: LakeTableSpec, source: SourceSpec, max_lag: timedelta)
     def _fresh(lake: dg.ResourceParam[LakeLocator]) -> dg.AssetCheckResult:
         """A source that stopped sending changes leaves its wide-table columns silently stale."""
         import pyarrow.compute as pc
-        from deltalake import DeltaTable
+
+        from wide_assets.table import delta_tables
 
         path = table_path(lake, spec, source.name)
-        landed = landed_at(path) if DeltaTable.is_deltatable(path) else None
+        landed = landed_at(path) if delta_tables.exists(path) else None
         threshold = round(max_lag.total_seconds())
         if landed is None:
             return not_judged(
@@ -381,7 +383,7 @@ def freshness_check(spec: LakeTableSpec, source: SourceSpec, max_lag: timedelta)
             "threshold_seconds": threshold,
         }
         if op_time is not None:
-            rows = DeltaTable(path).to_pyarrow_dataset().to_table(columns=[op_time])
+            rows = delta_tables.open_table(path).to_pyarrow_dataset().to_table(columns=[op_time])
             newest = pc.max(rows[op_time]).as_py()
             if newest is not None:
                 metadata["newest_op_time"] = (
@@ -446,7 +448,7 @@ def quarantine_growth_check(spec: LakeTableSpec, source: SourceSpec) -> dg.Asset
         context: dg.AssetCheckExecutionContext, lake: dg.ResourceParam[LakeLocator]
     ) -> dg.AssetCheckResult:
         """Malformed records are kept, not dropped; someone has to look at new ones."""
-        from deltalake import DeltaTable
+        from wide_assets.table import delta_tables
 
         event = context.instance.get_latest_materialization_event(key)
         metadata = event.asset_materialization.metadata if event and event.asset_materialization else {}
@@ -458,7 +460,7 @@ def quarantine_growth_check(spec: LakeTableSpec, source: SourceSpec) -> dg.Asset
             )
         added = int(metadata["quarantined_this_run"].value)
         path = quarantine_path(table_path(lake, spec, source.name))
-        total = DeltaTable(path).to_pyarrow_dataset().count_rows() if DeltaTable.is_deltatable(path) else 0
+        total = delta_tables.row_count(path)
         return _warning(
             added == 0,
             f"{source.name}: the latest ingest quarantined {added} record(s); {total} in quarantine at {path}.",

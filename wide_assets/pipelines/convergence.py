@@ -38,11 +38,12 @@ from wide_assets.options.tombstones import TOMBSTONE_RETENTION
 from wide_assets.pipelines.checks import applied_records, keyed_diff, table_check
 from wide_assets.pipelines.declarations import SourceSpec, WideTableSpec
 from wide_assets.pipelines.locate import LakeLocator
-from wide_assets.sql import quote
+from wide_assets.sql import columns, key_join, quote
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from wide_assets.options.common import MergeOptions
     from wide_assets.schema import FieldFunction
     from wide_assets.table import WideTable
 
@@ -56,32 +57,30 @@ __all__ = [
 
 CONVERGENCE_CHECK = "converges_to_source_join"
 LIVE = "_row_kind IN ('+I', '+U')"
-FIRST_ROW_ENGINES = ("first-row", "first_row")
 # Functions under which a column holds its latest record's value, as the oracle assumes.
 LATEST_VALUE_FUNCTIONS = ("last_value",)
 # Functions the oracle folds over a source's records itself: value -> its SQL over the records.
 FOLDED_FUNCTIONS = ("sum", "max", "min")
 
 
-def _engine(spec: WideTableSpec) -> tuple[str, Mapping[str, FieldFunction]]:
-    """The merge engine's name and each column's aggregate function, as the table's options parse
-    (which also validates them, so a bad option fails here, when definitions load)."""
-    from wide_assets.spec import TableSpec
+def _first_record_wins(merge: MergeOptions) -> bool:
+    from wide_assets.merge import engine_for
 
-    merge = TableSpec.build(spec.columns, spec.primary_key, spec.options).merge
-    return merge.engine, merge.functions
+    return engine_for(merge).first_record_wins
 
 
 def convergence_problem(spec: WideTableSpec) -> str | None:
     """Why the declaration cannot say what `spec`'s rows must be, or None when it can."""
-    engine, functions = _engine(spec)
+    # Parsing validates the options, so a bad option fails here, when definitions load.
+    merge = spec.table_spec().merge
+    functions = merge.functions
     with_sets = [s.name for s in spec.sources if s.has_column_sets]
     if with_sets:
         return (
             f"sources {with_sets} set columns per record (set_columns, ignore_null_updates); the oracle "
             "takes each source's latest record whole"
         )
-    if engine in FIRST_ROW_ENGINES and len(spec.sources) != 1:
+    if _first_record_wins(merge) and len(spec.sources) != 1:
         return "a first-row table's first record across several sources depends on arrival between sources"
     for column in spec.value_columns:
         feeders = spec.fed_by(column)
@@ -92,7 +91,7 @@ def convergence_problem(spec: WideTableSpec) -> str | None:
             continue
         function = functions.get(column)
         name = None if function is None else function.name
-        if engine == "aggregation" and name not in FOLDED_FUNCTIONS:
+        if merge.engine == "aggregation" and name not in FOLDED_FUNCTIONS:
             # Its implicit `last_non_null_value` (A1) keeps the last non-NULL value by arrival.
             return (
                 f"column {column} of an aggregation table has the function {name or 'last_non_null_value'}; "
@@ -132,7 +131,7 @@ def _keyed_rows(
     functions: Mapping[str, FieldFunction],
 ) -> DataFrame:
     """One row per table key: the fed columns of its latest (or first) record, or their fold."""
-    wide_key = ", ".join(quote(c) for c in source.wide_key)
+    wide_key = columns(source.wide_key)
     keys = ", ".join(
         f"{quote(s)} AS {quote(w)}" for s, w in zip(source.wide_key, spec.primary_key, strict=True)
     )
@@ -168,8 +167,8 @@ def _aggregated_rows(
 ) -> DataFrame:
     """One row per table key the source mentions: its declared aggregates over the latest record of each
     source row now holding that key (a key all of whose rows moved away aggregates one row, not live)."""
-    rows = ", ".join(quote(c) for c in source.primary_key)
-    wide_key = [quote(c) for c in source.wide_key]
+    rows = columns(source.primary_key)
+    wide_key = columns(source.wide_key)
     latest = spark.sql(
         f"SELECT *, {LIVE} AS _live FROM (SELECT *, row_number() OVER (PARTITION BY {rows} "
         f"ORDER BY {_order(source, first=False)}) AS _rank FROM {{records}}) WHERE _rank = 1",
@@ -179,23 +178,25 @@ def _aggregated_rows(
         quote(name) if name in source.wide_key else f"CAST(NULL AS {type_}) AS {quote(name)}"
         for name, type_ in source.columns
     )
-    same_key = " AND ".join(f"r.{c} = l.{c}" for c in wide_key)
+    same_key = key_join(source.wide_key, "r", "l")
     considered = spark.sql(
-        f"SELECT {', '.join(quote(n) for n in source.column_names)}, _row_kind, _offset, _live FROM {{latest}} "
+        f"SELECT {columns(source.column_names)}, _row_kind, _offset, _live FROM {{latest}} "
         f"UNION ALL SELECT {emptied}, CAST(NULL AS STRING) AS _row_kind, CAST(NULL AS BIGINT) AS _offset, "
-        f"FALSE AS _live FROM (SELECT DISTINCT r.* FROM (SELECT {', '.join(wide_key)} FROM {{records}}) r "
+        f"FALSE AS _live FROM (SELECT DISTINCT r.* FROM (SELECT {wide_key} FROM {{records}}) r "
         f"LEFT ANTI JOIN {{latest}} l ON {same_key})",
         latest=latest,
         records=records,
     )
     wide_types = dict(spec.columns)
-    keys = ", ".join(f"{s} AS {quote(w)}" for s, w in zip(wide_key, spec.primary_key, strict=True))
+    keys = ", ".join(
+        f"{quote(s)} AS {quote(w)}" for s, w in zip(source.wide_key, spec.primary_key, strict=True)
+    )
     aggregates = ", ".join(
         f"CAST({expression} AS {wide_types[wide]}) AS {quote(wide)}"
         for wide, expression in source.aggregates.items()
     )
     grouped = spark.sql(
-        f"SELECT {keys}, {aggregates} FROM {{considered}} GROUP BY {', '.join(wide_key)}",
+        f"SELECT {keys}, {aggregates} FROM {{considered}} GROUP BY {wide_key}",
         considered=considered,
     )
     op_target = source.feeds.get(source.op_time or "")
@@ -203,10 +204,10 @@ def _aggregated_rows(
         return grouped
     times = spark.sql(
         f"SELECT {keys}, max({quote(source.op_time or '')}) AS {quote(op_target)} FROM {{records}} "
-        f"GROUP BY {', '.join(wide_key)}",
+        f"GROUP BY {wide_key}",
         records=records,
     )
-    on = " AND ".join(f"g.{quote(k)} = t.{quote(k)}" for k in spec.primary_key)
+    on = key_join(spec.primary_key, "g", "t")
     return spark.sql(
         f"SELECT g.*, t.{quote(op_target)} FROM {{g}} g JOIN {{t}} t ON {on}", g=grouped, t=times
     )
@@ -240,8 +241,8 @@ def _last_removals(spark: SparkSession, spec: WideTableSpec, applied: Mapping[st
             f"r.{quote(s)} AS {quote(w)}" for s, w in zip(source.wide_key, spec.primary_key, strict=True)
         )
         time = f"r.{quote(source.op_time)}" if source.op_time else "NULL"
-        same = " AND ".join(f"r.{quote(c)} <=> d.{quote(c)}" for c in source.wide_key)
-        wide_key = ", ".join(quote(c) for c in source.wide_key)
+        same = key_join(source.wide_key, "r", "d", null_safe=True)
+        wide_key = columns(source.wide_key)
         rows = spark.sql(
             f"SELECT {keys}, r._commit, r._offset, {time} AS _time, r._row_kind FROM {{r}} r LEFT SEMI JOIN "
             f"(SELECT DISTINCT {wide_key} FROM {{r}} WHERE _row_kind = '-D') d ON {same}",
@@ -342,8 +343,9 @@ def expected_rows(spark: SparkSession, spec: WideTableSpec, applied: Mapping[str
     problem = convergence_problem(spec)
     if problem:
         raise ValueError(f"table {spec.name}: no convergence oracle: {problem}.")
-    engine, functions = _engine(spec)
-    first = engine in FIRST_ROW_ENGINES
+    merge = spec.table_spec().merge
+    functions = merge.functions
+    first = _first_record_wins(merge)
     if TOMBSTONE_RETENTION in spec.options:
         applied = _without_tombstoned(spark, spec, applied)
     if not first:
@@ -375,20 +377,19 @@ def expected_rows(spark: SparkSession, spec: WideTableSpec, applied: Mapping[str
         wide: index for index, source in enumerate(spec.sources) for wide in spec.column_map(source).values()
     }
     types = dict(spec.columns)
-    columns = [f"k.{quote(k)}" for k in spec.primary_key] + [
+    selected = [f"k.{quote(k)}" for k in spec.primary_key] + [
         f"CAST(s{fed[c]}.{quote(c)} AS {types[c]}) AS {quote(c)}"
         if c in fed
         else f"CAST(NULL AS {types[c]}) AS {quote(c)}"
         for c in spec.value_columns
     ]
     joins = " ".join(
-        f"LEFT JOIN {{s{i}}} s{i} ON "
-        + " AND ".join(f"k.{quote(k)} = s{i}.{quote(k)}" for k in spec.primary_key)
+        f"LEFT JOIN {{s{i}}} s{i} ON " + key_join(spec.primary_key, "k", f"s{i}")
         for i in range(len(spec.sources))
     )
     return spark.sql(
         f"WITH k AS (SELECT DISTINCT * FROM ({' UNION ALL '.join(key_selects)})) "
-        f"SELECT {', '.join(columns)} FROM k {joins}",
+        f"SELECT {', '.join(selected)} FROM k {joins}",
         **frames,
     )
 

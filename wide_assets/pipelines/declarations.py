@@ -11,9 +11,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from wide_assets.errors import did_you_mean
 from wide_assets.spark_types import type_problem
+
+if TYPE_CHECKING:
+    from wide_assets.spec import TableSpec
 
 __all__ = [
     "DELETES",
@@ -313,6 +317,13 @@ class LakeTableSpec:
     @property
     def value_columns(self) -> tuple[str, ...]:
         return tuple(c for c in self.column_names if c not in self.primary_key)
+
+    def table_spec(self) -> TableSpec:
+        """The table's columns, key and options parsed as `WideTable.create` parses them (a misspelled
+        or unsupported option raises `InvalidOptionError` here)."""
+        from wide_assets.spec import TableSpec
+
+        return TableSpec.build(self.columns, self.primary_key, self.options)
 
 
 @dataclass(frozen=True)

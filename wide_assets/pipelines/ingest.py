@@ -39,7 +39,7 @@ from wide_assets.locking import exclusive
 from wide_assets.pipelines.cdc_csv import UnreadableFile, read_csv
 from wide_assets.pipelines.declarations import JSON_FORMATS, ROW_KINDS, SourceSpec
 from wide_assets.pipelines.snapshots import snapshot_records
-from wide_assets.sql import RowKind, quote, string_literal
+from wide_assets.sql import RowKind, columns, key_join, quote, string_literal
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -105,12 +105,12 @@ def _delta_data_files(root: Path, source: SourceSpec) -> list[Path]:
     """The Parquet files of an append-only, unpartitioned Delta table: each is one landed file, ingested
     once. A table whose files were rewritten or removed (OPTIMIZE, DELETE, MERGE, an overwrite) would
     offer its records again under new file names, so it is refused rather than ingested twice."""
-    from deltalake import DeltaTable
+    from wide_assets.table import delta_tables
 
     location = root / source.files[0]
-    if not DeltaTable.is_deltatable(str(location)):
+    if not delta_tables.exists(str(location)):
         raise InvalidInputError(f"Source {source.name}: {location} is not a Delta table.")
-    table = DeltaTable(str(location))
+    table = delta_tables.open_table(str(location))
     for entry in table.history():
         operation = str(entry.get("operation", ""))
         parameters = entry.get("operationParameters") or {}
@@ -211,11 +211,13 @@ def _nearly_matches(pattern: str, name: str) -> bool:
 
 def _ever_ingested(path: str) -> bool:
     """Whether the CDC table at `path` or its quarantine holds a record (delta-rs, without Spark)."""
-    from deltalake import DeltaTable
+    from wide_assets.table import delta_tables
 
     for table in (path, quarantine_path(path)):
-        if DeltaTable.is_deltatable(table):
-            records = DeltaTable(table).get_add_actions(flatten=True).column("num_records").to_pylist()
+        if delta_tables.exists(table):
+            records = (
+                delta_tables.open_table(table).get_add_actions(flatten=True).column("num_records").to_pylist()
+            )
             # A file without statistics (no record count) may hold records: it counts.
             if any(n != 0 for n in records):
                 return True
@@ -298,9 +300,9 @@ def ingest(spark: SparkSession, source: SourceSpec, files: Sequence[LandedFile],
 
 
 def _ingest(spark: SparkSession, source: SourceSpec, files: Sequence[LandedFile], path: str) -> IngestResult:
-    from deltalake import DeltaTable
+    from wide_assets.table import delta_tables
 
-    exists = DeltaTable.is_deltatable(path)
+    exists = delta_tables.exists(path)
     seen, base_offset = _ingested(spark, path) if exists else (set(), 0)
     new = [f for f in files if (f.name, f.sha256) not in seen]
     skipped = tuple(f.name for f in files if (f.name, f.sha256) in seen)
@@ -330,7 +332,7 @@ def _ingest(spark: SparkSession, source: SourceSpec, files: Sequence[LandedFile]
         # Header-only files add nothing; classic Delta Spark would still commit an empty version.
         if appended:
             rows.write.format("delta").mode("append").save(path)
-    if not DeltaTable.is_deltatable(path):
+    if not delta_tables.exists(path):
         # An empty table lets the wide table read every source before the first file lands.
         ddl = ", ".join(f"{quote(name)} {type_}" for name, type_ in cdc_columns(source))
         spark.createDataFrame([], ddl).write.format("delta").mode("append").save(path)
@@ -341,7 +343,7 @@ def _ingest(spark: SparkSession, source: SourceSpec, files: Sequence[LandedFile]
     ).collect()[0]
     return IngestResult(
         path=path,
-        version=DeltaTable(path).version(),
+        version=delta_tables.open_table(path).version(),
         appended=appended,
         ingested=tuple(f.name for f in new),
         skipped=skipped,
@@ -565,7 +567,7 @@ def _quarantine(spark: SparkSession, source: SourceSpec, records: DataFrame, pat
     Idempotent per file: a run that dies after this but before the CDC append quarantines nothing
     twice when it is repeated.
     """
-    from deltalake import DeltaTable
+    from wide_assets.table import delta_tables
 
     bad = records.where("_problems <> ''")
     count = bad.count()
@@ -574,7 +576,7 @@ def _quarantine(spark: SparkSession, source: SourceSpec, records: DataFrame, pat
         malformed = records.where(f"NOT {DUPLICATE}")
         if malformed.where("_problems <> ''").count() > source.max_bad_records:
             _reject_bad_records(spark, source, malformed)
-    if not DeltaTable.is_deltatable(path):
+    if not delta_tables.exists(path):
         ddl = ", ".join(f"{quote(n)} {t}" for n, t in QUARANTINE_COLUMNS)
         spark.createDataFrame([], ddl).write.format("delta").mode("append").save(path)
     if not count:
@@ -598,9 +600,9 @@ def _mark_duplicates(
 ) -> DataFrame:
     """`records` where each usable record identical to an earlier one (in the CDC table at `path`, or
     earlier in this run by file and line) has the problem 'duplicate of <file> line <n>'."""
-    identity = [quote(c) for c in (*source.column_names, "_row_kind")]
-    columns = ", ".join(f"r.{quote(c)}" for c in records.columns if c != "_problems")
-    window = f"(PARTITION BY {', '.join(identity)} ORDER BY _file_index, _source_line)"
+    identity = (*source.column_names, "_row_kind")
+    kept = columns([c for c in records.columns if c != "_problems"], "r.")
+    window = f"(PARTITION BY {columns(identity)} ORDER BY _file_index, _source_line)"
     ranked = spark.sql(
         f"SELECT *, row_number() OVER {window} AS _n, first_value(_source_file) OVER {window} AS _first_file, "
         f"first_value(_source_line) OVER {window} AS _first_line FROM {{records}} WHERE _problems = ''",
@@ -609,19 +611,19 @@ def _mark_duplicates(
     in_run = "concat('duplicate of ', r._first_file, ' line ', r._first_line, ' (duplicate record)')"
     if path is None:
         marked = spark.sql(
-            f"SELECT {columns}, CASE WHEN r._n > 1 THEN {in_run} ELSE '' END AS _problems FROM {{r}} r",
+            f"SELECT {kept}, CASE WHEN r._n > 1 THEN {in_run} ELSE '' END AS _problems FROM {{r}} r",
             r=ranked,
         )
     else:
-        keys = ", ".join(identity)
+        keys = columns(identity)
         earlier = spark.sql(
             f"SELECT {keys}, min_by(_source_file, _offset) AS _file, min_by(_source_line, _offset) AS _line "
             f"FROM {{done}} GROUP BY {keys}",
             done=spark.read.format("delta").load(path),
         )
-        same = " AND ".join(f"r.{c} <=> e.{c}" for c in identity)
+        same = key_join(identity, "r", "e", null_safe=True)
         marked = spark.sql(
-            f"SELECT {columns}, CASE WHEN e._file IS NOT NULL "
+            f"SELECT {kept}, CASE WHEN e._file IS NOT NULL "
             "THEN concat('duplicate of ', e._file, ' line ', e._line, ' (duplicate record)') "
             f"WHEN r._n > 1 THEN {in_run} ELSE '' END AS _problems FROM {{r}} r LEFT JOIN {{e}} e ON {same}",
             r=ranked,
@@ -632,9 +634,8 @@ def _mark_duplicates(
 
 def _with_offsets(spark: SparkSession, source: SourceSpec, records: DataFrame, base_offset: int) -> DataFrame:
     """The CDC rows to append: arrival order continues after the table's largest `_offset`."""
-    columns = ", ".join(quote(n) for n in source.column_names)
     return spark.sql(
-        f"SELECT {columns}, _row_kind, "
+        f"SELECT {columns(source.column_names)}, _row_kind, "
         f"CAST({base_offset} + row_number() OVER (ORDER BY _file_index, _source_line) AS BIGINT) AS _offset, "
         "_source_file, _source_line, _source_hash FROM {records}",
         records=records,

@@ -1,4 +1,4 @@
-"""Maintenance of a wide table (seed 002's "write-only writers + one dedicated compaction job"): the
+"""Maintenance of a wide table (Paimon's "write-only writers + one dedicated compaction job"): the
 compaction job, its off-peak schedule, a sensor on Delta metadata, and the changelog checks.
 
 The sensor reads only the commit log and Delta metadata through delta-rs (pending commits, files,
@@ -10,8 +10,7 @@ No `from __future__ import annotations` here: Dagster inspects the op and sensor
 
 import time
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
@@ -19,7 +18,10 @@ from wide_assets.pipelines.checks import not_judged
 from wide_assets.pipelines.declarations import LakeTableSpec
 from wide_assets.pipelines.locate import LakeLocator, SparkProvider, asset_key, lake_name, table_path
 
-__all__ = ["CompactionPolicy", "TableHealth", "is_write_only", "maintenance_defs", "table_health"]
+if TYPE_CHECKING:
+    from wide_assets.table import TableHealth
+
+__all__ = ["CompactionPolicy", "is_write_only", "maintenance_defs", "table_health"]
 
 CHECKSUM_BEFORE, CHECKSUM_AFTER = "checksum_before", "checksum_after"
 
@@ -34,59 +36,30 @@ class CompactionPolicy:
     max_pending_minutes: float = 60.0
     z_order: tuple[str, ...] = ()
 
-
-@dataclass(frozen=True)
-class TableHealth:
-    """What a glance at the table's metadata says (read through delta-rs only)."""
-
-    pending_commits: int
-    oldest_pending_minutes: float
-    files: int
-    bytes: int
-    log_files: int
-    last_commit: int
-    last_compaction: str | None
-
-    def reasons(self, policy: CompactionPolicy) -> list[str]:
-        """Why the table needs a compaction now (empty: it does not)."""
+    def reasons(self, health: "TableHealth") -> list[str]:
+        """Why a table in `health` needs a compaction now (empty: it does not)."""
         reasons = []
-        if self.pending_commits > policy.max_pending_commits:
-            reasons.append(f"{self.pending_commits} pending commits > {policy.max_pending_commits}")
-        if self.pending_commits and self.oldest_pending_minutes > policy.max_pending_minutes:
-            reasons.append(f"oldest pending commit waited {self.oldest_pending_minutes:.0f} min")
-        if self.files > policy.max_files:
-            reasons.append(f"{self.files} files > {policy.max_files}")
+        if health.pending_commits > self.max_pending_commits:
+            reasons.append(f"{health.pending_commits} pending commits > {self.max_pending_commits}")
+        if health.pending_commits and health.oldest_pending_minutes > self.max_pending_minutes:
+            reasons.append(f"oldest pending commit waited {health.oldest_pending_minutes:.0f} min")
+        if health.files > self.max_files:
+            reasons.append(f"{health.files} files > {self.max_files}")
         return reasons
 
 
-def table_health(path: str) -> TableHealth:
-    """The table's pending commits, files and bytes, from one read of its commit log; without Spark."""
-    from wide_assets.table import arbiter
-    from wide_assets.table.log import CommitLog
-    from wide_assets.table.storage import stored_spec
+def table_health(path: str) -> "TableHealth":
+    """The health of the wide table at `path` (a path that holds none fails); without Spark."""
+    from wide_assets.table import WideTable
 
-    stored_spec(path)  # a path that holds no wide table fails here
-    log = CommitLog(path)
-    markers = log.markers()
-    pending = log.pending(markers)
-    written = {c.commit: c.written_at for c in markers.commits}
-    now = datetime.now(UTC)
-    waited = (now - datetime.fromisoformat(written[pending[0]])).total_seconds() / 60 if pending else 0.0
-    actions = arbiter.open_table(path).get_add_actions(flatten=True)
-    return TableHealth(
-        pending_commits=len(pending),
-        oldest_pending_minutes=waited,
-        files=actions.num_rows,
-        bytes=int(sum(actions.column("size_bytes").to_pylist())),
-        log_files=len(arbiter.open_table(log.path).file_uris()),
-        last_commit=markers.last_commit,
-        last_compaction=markers.compactions[-1].written_at if markers.compactions else None,
-    )
+    return WideTable.open(None, path).health()
 
 
-def _content_checksum(spark: Any, rows: Any, columns: tuple[str, ...]) -> str:
+def _content_checksum(spark: Any, rows: Any, names: tuple[str, ...]) -> str:
     """Row count and an order-independent hash of every row: equal content, equal checksum."""
-    hashed = ", ".join(f"`{c}`" for c in columns)
+    from wide_assets.sql import columns
+
+    hashed = columns(names)
     row = spark.sql(f"SELECT count(*) AS n, sum(xxhash64({hashed})) AS h FROM {{rows}}", rows=rows).collect()[
         0
     ]
@@ -95,9 +68,7 @@ def _content_checksum(spark: Any, rows: Any, columns: tuple[str, ...]) -> str:
 
 def is_write_only(spec: LakeTableSpec) -> bool:
     """Whether `spec`'s writers only append fragments that a compaction must fold in (Paimon `write-only`)."""
-    from wide_assets.spec import TableSpec
-
-    return TableSpec.build(spec.columns, spec.primary_key, spec.options).merge.write_only
+    return spec.table_spec().merge.write_only
 
 
 def compaction_job(
@@ -119,13 +90,13 @@ def compaction_job(
         path = table_path(lake, spec)
         session = spark.spark
         table = WideTable.open(session, path)
-        before = table_health(path)
+        before = table.health()
         checksum_before = _content_checksum(session, table.read(), table.spec.column_names)
         started = time.monotonic()
         folded = table.compact()
         table.optimize(policy.z_order or None)
         duration = time.monotonic() - started
-        after = table_health(path)
+        after = table.health()
         checksum_after = _content_checksum(session, table.read(), table.spec.column_names)
         metadata: dict[str, Any] = {
             "commits_folded": folded.commits if folded else 0,
@@ -178,7 +149,7 @@ def compaction_sensor(
     def _sensor(context: dg.SensorEvaluationContext, lake: dg.ResourceParam[LakeLocator]) -> dg.SensorResult:
         """Keeps reads fast: compaction runs as soon as the table's metadata says it is due."""
         health = table_health(table_path(lake, spec))
-        reasons = health.reasons(policy)
+        reasons = policy.reasons(health)
         if not reasons:
             return dg.SensorResult(skip_reason=f"{spec.name} is healthy: {asdict(health)}")
         context.log.info(f"{spec.name} needs compaction: {'; '.join(reasons)}")
@@ -191,11 +162,12 @@ def compaction_sensor(
     return _sensor
 
 
-def changelog_checks(spec: LakeTableSpec, policy: CompactionPolicy) -> list[dg.AssetChecksDefinition]:
-    key = asset_key(spec, spec.name)
+def changelog_replay_check(spec: LakeTableSpec) -> dg.AssetChecksDefinition:
+    """Checks that the table's changelog, replayed as upserts from an empty table, gives the table back:
+    what a downstream consumer of the changelog rebuilds is what the table holds."""
 
     @dg.asset_check(
-        asset=key,
+        asset=asset_key(spec, spec.name),
         name="changelog_replays_to_table",
         blocking=False,
         description=f"Replaying the changelog of {spec.name} as upserts from an empty table gives the "
@@ -212,7 +184,7 @@ def changelog_checks(spec: LakeTableSpec, policy: CompactionPolicy) -> list[dg.A
         session = spark.spark
         table = WideTable.open(session, table_path(lake, spec))
         merge = table.spec.merge
-        if merge.dialect == "paimon" and merge.changelog_producer == "none":
+        if not merge.produces_changelog:
             return not_judged(f"{spec.name} keeps no changelog (changelog-producer 'none').")
         if table.last_commit == 0:
             return not_judged(f"{spec.name} has no commit yet.", commits=0)
@@ -243,6 +215,14 @@ def changelog_checks(spec: LakeTableSpec, policy: CompactionPolicy) -> list[dg.A
             passed=want == got, metadata={"table_checksum": want, "replayed_checksum": got}
         )
 
+    return _replay
+
+
+def compaction_preserved_check(spec: LakeTableSpec) -> dg.AssetChecksDefinition:
+    """Checks that the last compaction left the table's rows as they were, from the checksums the
+    compaction job observed before and after."""
+    key = asset_key(spec, spec.name)
+
     @dg.asset_check(
         asset=key,
         name="compaction_preserved_content",
@@ -262,7 +242,13 @@ def changelog_checks(spec: LakeTableSpec, policy: CompactionPolicy) -> list[dg.A
             passed=before == after, metadata={CHECKSUM_BEFORE: before, CHECKSUM_AFTER: after}
         )
 
-    @dg.asset_check(asset=key, name="file_count_health", blocking=False)
+    return _preserved
+
+
+def file_count_check(spec: LakeTableSpec, policy: CompactionPolicy) -> dg.AssetChecksDefinition:
+    """Warns when the table holds more files than `policy` allows (reads open every file)."""
+
+    @dg.asset_check(asset=asset_key(spec, spec.name), name="file_count_health", blocking=False)
     def _files(lake: dg.ResourceParam[LakeLocator]) -> dg.AssetCheckResult:
         """The table keeps few enough files for fast reads (warns above the compaction policy)."""
         health = table_health(table_path(lake, spec))
@@ -272,7 +258,7 @@ def changelog_checks(spec: LakeTableSpec, policy: CompactionPolicy) -> list[dg.A
             metadata={**asdict(health), "max_files": policy.max_files},
         )
 
-    return [_replay, _preserved, _files]
+    return _files
 
 
 def changelog_export_asset(
@@ -299,9 +285,7 @@ def changelog_export_asset(
         spark: dg.ResourceParam[SparkProvider], lake: dg.ResourceParam[LakeLocator]
     ) -> dg.MaterializeResult[Any]:
         """Every change of the wide table, in order, exported exactly once."""
-        from deltalake import DeltaTable
-
-        from wide_assets.table import WideTable
+        from wide_assets.table import WideTable, delta_tables
 
         session = spark.spark
         table = WideTable.open(session, table_path(lake, spec))
@@ -315,7 +299,7 @@ def changelog_export_asset(
         }
         return dg.MaterializeResult[Any](
             metadata={
-                "dagster/row_count": DeltaTable(published.path).to_pyarrow_dataset().count_rows(),
+                "dagster/row_count": delta_tables.row_count(published.path),
                 "records_appended": published.appended,
                 "commits": f"({published.start_commit - 1}, {table.last_commit}]",
                 "changelog_rows_by_kind": dg.MetadataValue.md(
@@ -344,5 +328,9 @@ def maintenance_defs(
         jobs=[job],
         schedules=[compaction_schedule(spec, job, policy)],
         sensors=[compaction_sensor(spec, job, policy)],
-        asset_checks=changelog_checks(spec, policy),
+        asset_checks=[
+            changelog_replay_check(spec),
+            compaction_preserved_check(spec),
+            file_count_check(spec, policy),
+        ],
     )

@@ -69,9 +69,10 @@ class SensorCursor:
 
 
 def _delta_version(path: str) -> int:
-    from deltalake import DeltaTable
+    from wide_assets.table import delta_tables
 
-    return DeltaTable(path).version() if DeltaTable.is_deltatable(path) else NO_TABLE
+    version = delta_tables.version(path)
+    return NO_TABLE if version is None else version
 
 
 def _applied_versions(instance: dg.DagsterInstance, key: dg.AssetKey) -> dict[str, int]:

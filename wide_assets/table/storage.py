@@ -1,49 +1,22 @@
-"""The Delta tables behind a wide table: creating and opening them, reading rows, and appending to the
-commit log (the table's own commits are `wide_assets.table.table_writes`)."""
+"""The Delta tables behind a wide table as Spark reads and writes them: its rows, and its commit log's
+rows and appends (creating them: `wide_assets.table.definition`; the log's markers, read without
+Spark: `wide_assets.table.log`; the table's own commits: `wide_assets.table.table_writes`)."""
 
 from __future__ import annotations
-
-from pathlib import Path
-from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
 from wide_assets.changelog import without_before_images
-from wide_assets.errors import InvalidOptionError, TableStateError, merge_errors
-from wide_assets.frames import arrow_schema
+from wide_assets.errors import TableStateError, merge_errors
 from wide_assets.merge import changelog_read_from_merge
-from wide_assets.schema import Column
 from wide_assets.spec import BUCKET_COLUMN, TableSpec
 from wide_assets.sql import RowKind, columns, kind_in, quote, string_literal
 from wide_assets.table import arbiter
 from wide_assets.table.files import write_files
-from wide_assets.table.log import CHANGELOG_SUFFIX, CommitLog, LogSnapshot, Origin
+from wide_assets.table.log import CommitLog, LogSnapshot, Origin
 from wide_assets.table.objects import TableFiles
 
-SPEC_PROPERTY = "wide_assets.spec"
-URL_UNSAFE = " %#?"
 IS_DELETE_IMAGE = kind_in("_row_kind", [RowKind.DELETE])
-
-
-def check_path(path: str) -> None:
-    """Refuse a path Sail cannot address."""
-    unsafe = sorted(set(URL_UNSAFE) & set(path))
-    if unsafe:
-        # Sail 0.7.2 URL-decodes local paths: it looks for such a table elsewhere, finds no commit
-        # and reports an empty location (seen with a space), so refuse the path up front.
-        raise InvalidOptionError(f"A table path must not contain any of {unsafe}: {path!r}.")
-
-
-def stored_spec(path: str) -> TableSpec:
-    """The definition persisted with the wide table at `path` (read through delta-rs)."""
-    if not arbiter.exists(path):
-        raise TableStateError(f"No Delta table at {path}.")
-    configuration = arbiter.open_table(path).metadata().configuration
-    if SPEC_PROPERTY not in configuration:
-        raise TableStateError(
-            f"The Delta table at {path} is not a wide table (no '{SPEC_PROPERTY}' property)."
-        )
-    return TableSpec.from_json(configuration[SPEC_PROPERTY])
 
 
 class Storage:
@@ -66,66 +39,6 @@ class Storage:
     @property
     def changelog_path(self) -> str:
         return self.log.path
-
-    # ----------------------------------------------------------------------------- definition
-    def create(self) -> None:
-        """Create the log, then the table, then record its definition: a creation cut short anywhere is
-        finished by creating again."""
-        import pyarrow as pa
-        from deltalake import DeltaTable
-
-        # Every column is stored nullable: delta-rs's MERGE writes files whose columns are all nullable,
-        # and Sail 0.7.2 refuses to read those into a NOT NULL table column. A write's validation
-        # enforces the key and the NOT NULL columns instead.
-        declared = arrow_schema(self.spark, self.spec.columns)
-        schema = pa.schema([field.with_nullable(True) for field in declared])
-        if not arbiter.exists(self.changelog_path):
-            name = f"{Path(self.path).name}{CHANGELOG_SUFFIX}"
-            DeltaTable.create(
-                self.changelog_path,
-                schema=_log_schema(schema),
-                name=name,
-                storage_options=arbiter.storage_options(self.changelog_path),
-            )
-        if not arbiter.exists(self.path):
-            partition_by = None
-            if self.spec.bucketing is not None:
-                schema = schema.append(pa.field(BUCKET_COLUMN, pa.int32(), nullable=False))
-                partition_by = [BUCKET_COLUMN]
-            # delta-rs adds the `variantType` feature to any table of writer version 7 it alters;
-            # readers of deletion vectors (Spark 4, Sail, delta-rs) read that too.
-            configuration = {"delta.enableDeletionVectors": "true"} if self.spec.deletion_vectors else None
-            DeltaTable.create(
-                self.path,
-                schema=schema,
-                name=Path(self.path).name,
-                partition_by=partition_by,
-                configuration=configuration,
-                storage_options=arbiter.storage_options(self.path),
-            )
-        elif arbiter.open_table(self.path).version() != 0:
-            raise TableStateError(f"The Delta table at {self.path} holds data but is not a wide table.")
-        self.record_spec(self.spec)
-
-    def record_spec(self, spec: TableSpec) -> None:
-        """Persist `spec` as the table's definition (delta-rs only takes custom properties through ALTER)."""
-        arbiter.open_table(self.path).alter.set_table_properties(
-            {SPEC_PROPERTY: spec.to_json()}, raise_if_not_exists=False
-        )
-        self.spec = spec
-
-    def add_columns(self, added: list[Column]) -> None:
-        """Add nullable columns to the log first, the table second: until the definition names them,
-        readers ignore them, and a repeated call adds only what is still missing."""
-        from deltalake import Schema
-
-        fields = Schema.from_arrow(arrow_schema(self.spark, added)).fields
-        for path in (self.changelog_path, self.path):
-            table = arbiter.open_table(path)
-            existing = set(table.schema().to_arrow().names)
-            missing = [f for f in fields if f.name not in existing]
-            if missing:
-                table.alter.add_columns(missing)
 
     # ----------------------------------------------------------------------------- rows
     @property
@@ -211,18 +124,3 @@ class Storage:
                 w for part in (marker, *parts) for w in write_files(part.select(*marker.columns), files)
             ]
         arbiter.append_files(log.table, written)
-
-
-def _log_schema(table_schema: Any) -> Any:
-    """The commit log's Arrow schema: log columns, every table column (nullable), the marker JSON."""
-    import pyarrow as pa
-
-    fields = [
-        pa.field("_commit", pa.int64(), nullable=False),
-        pa.field("_offset", pa.int64(), nullable=False),
-        pa.field("_row_kind", pa.string()),
-        pa.field("_origin", pa.string(), nullable=False),
-    ]
-    fields += [field.with_nullable(True) for field in table_schema]
-    fields.append(pa.field("_commit_info", pa.string()))
-    return pa.schema(fields)

@@ -23,14 +23,15 @@ from wide_assets.frames import spark_frame
 from wide_assets.locking import exclusive
 from wide_assets.schema import Column
 from wide_assets.spec import TableSpec
-from wide_assets.table import arbiter, compaction, maintenance, protocol
+from wide_assets.table import arbiter, compaction, definition, maintenance, protocol
+from wide_assets.table.health import TableHealth, table_health
 from wide_assets.table.log import CommitInfo, CompactionInfo, Txn
 from wide_assets.table.protocol import WriteResult
 from wide_assets.table.publish import PublishResult, publish
 from wide_assets.table.reads import Reader
 from wide_assets.table.recovery import recover
 from wide_assets.table.staging import staging_area
-from wide_assets.table.storage import Storage, check_path, stored_spec
+from wide_assets.table.storage import Storage
 
 if TYPE_CHECKING:
     from wide_assets.export import Encoding
@@ -44,7 +45,7 @@ class WideTable:
 
     def __init__(self, spark: SparkSession | None, path: str, spec: TableSpec) -> None:
         self.path = str(path)
-        check_path(self.path)
+        definition.check_path(self.path)
         self.spark = spark
         self._storage = Storage(spark, self.path, spec)
         self._reader = Reader(self._storage)
@@ -73,9 +74,9 @@ class WideTable:
         spec = TableSpec.build(columns, primary_key, options)
         table = cls(spark, str(path), spec)
         try:
-            existing = stored_spec(table.path)
+            existing = definition.stored_spec(table.path)
         except TableStateError:
-            table._storage.create()
+            definition.create(table._storage)
             if spec.ignored_options:
                 log.warning(
                     "Options with no effect on %s (they tune Paimon's or Fluss's own storage): %s",
@@ -93,14 +94,14 @@ class WideTable:
     def from_ddl(cls, spark: SparkSession, path: str | os.PathLike[str], ddl: str) -> WideTable:
         """`create` with the columns, primary key and options of a Flink SQL `CREATE TABLE ... WITH (...)`
         statement, Paimon's or Fluss's (`wide_assets.ddl` says what it reads)."""
-        definition = parse_create_table(ddl)
-        return cls.create(spark, path, definition.columns, definition.primary_key, definition.options)
+        parsed = parse_create_table(ddl)
+        return cls.create(spark, path, parsed.columns, parsed.primary_key, parsed.options)
 
     @classmethod
     def open(cls, spark: SparkSession | None, path: str | os.PathLike[str]) -> WideTable:
         """Open an existing table; its definition is read from the Delta metadata. Without a session
         (`spark=None`) only the metadata methods work: commits, compactions, pending_commits, version."""
-        table = cls(spark, str(path), stored_spec(str(path)))
+        table = cls(spark, str(path), definition.stored_spec(str(path)))
         if not arbiter.exists(table.changelog_path):
             raise TableStateError(f"The changelog of {table.path} is missing at {table.changelog_path}.")
         return table
@@ -147,6 +148,15 @@ class WideTable:
     def version(self) -> int:
         """The wide table's current Delta version."""
         return self._storage.version
+
+    @property
+    def changelog_version(self) -> int:
+        """The commit log's (`changelog_path`'s) current Delta version."""
+        return self._storage.log.version()
+
+    def health(self) -> TableHealth:
+        """Pending commits, files, bytes and the last compaction, from one read of the commit log."""
+        return table_health(self._storage.log)
 
     def commits(self) -> list[CommitInfo]:
         """Every commit's marker, oldest first."""
@@ -202,8 +212,8 @@ class WideTable:
         with self._locked():
             recover(self._storage)
             if added:
-                self._storage.add_columns(added)
-            self._storage.record_spec(spec)
+                definition.add_columns(self._storage, added)
+            definition.record_spec(self._storage, spec)
         return self
 
     def verify(self) -> None:

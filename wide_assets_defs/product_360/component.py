@@ -1,4 +1,4 @@
-"""product_360 with what its declaration cannot say: the serving tables built on it (seed 001).
+"""product_360 with what its declaration cannot say: the serving tables built on it (lookup joins).
 
 `orders_enriched` is a lookup join (`WideTable.lookup`) of each new order against product_360, read
 only for the products the orders name; `active_products_per_brand` is a materialized table defined

@@ -8,7 +8,7 @@ says, so this pipeline is Python, built by the factories `wide_assets.pipelines`
 this file's `Definitions` like any Python module in the defs folder.
 
 Tables and dialects:
-- `reviewer_ids` (Fluss, `auto-increment.fields`): the dictionary of seed 003. Each reviewer gets a
+- `reviewer_ids` (Fluss, `auto-increment.fields`): the dictionary of Fluss's auto-increment documentation. Each reviewer gets a
   dense INT id on first sight, never reused, so a set of reviewers fits a 32-bit RoaringBitmap.
 - `product_review_stats` (Paimon `aggregation`, `changelog-producer` = `lookup`): `sum` of
   `review_cnt` and `rating_sum`, `max` of `latest_review_ts`, `rbm32` OR of `reviewers`. Paimon rather
