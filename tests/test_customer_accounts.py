@@ -12,8 +12,8 @@ from typing import Any
 import dagster as dg
 
 from demos import declared_defs
-from wide_assets.pipelines.resources import LakeSettings, SparkEngine
 from wide_assets.pipelines import LandingZone
+from wide_assets.pipelines.resources import LakeSettings, SparkEngine
 from wide_assets.table import WideTable
 
 DATA = Path(__file__).resolve().parents[1] / "data"
