@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench.workload import COLUMNS, KEY, OPTIONS, Layout, generate
-from wide_assets.progress import note, steps
+from demos.progress import note, steps
 
 
 def same_rows(rows: Any, expected: pa.Table) -> bool:

@@ -40,7 +40,7 @@ from deltalake import DeltaTable
 from bench.candidates import BUCKETS, CANDIDATES
 from bench.initial_load import RATIOS
 from bench.workload import KEY, Layout, generate, mismatch, oracle
-from wide_assets.progress import note, steps
+from demos.progress import note, steps
 
 if TYPE_CHECKING:
     from tqdm import tqdm
@@ -325,7 +325,7 @@ def run_candidate(
 
 def measure(layout: Layout, candidates: list[str], seed: int, progress: tqdm[Never]) -> list[Run]:
     """Prepare one size and run and verify every candidate on it; `progress` (a
-    `wide_assets.progress.steps` bar) advances by one per step: preparation (two steps), each candidate."""
+    `demos.progress.steps` bar) advances by one per step: preparation (two steps), each candidate."""
     size = f"N={layout.n:,} K={layout.k:,}"
     progress.set_description(f"{size} generate and setup")
     expected = prepare(layout, seed)

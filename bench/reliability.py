@@ -45,12 +45,12 @@ import dagster as dg
 from bench.product_360_oracle import SOURCES, Row, oracle, table_rows
 from demos import declared, declared_defs
 from demos.generate import generate
+from demos.progress import note, steps
 from wide_assets.errors import ConcurrentWriteError
 from wide_assets.faults import CRASH_POINT
 from wide_assets.pipelines import LandingZone, SourceSpec, WideTableSpec, table_path
 from wide_assets.pipelines.ingest import quarantine_path
 from wide_assets.pipelines.resources import LakeSettings, SparkEngine
-from wide_assets.progress import note, steps
 from wide_assets.table import WideTable
 
 if TYPE_CHECKING:

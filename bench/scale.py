@@ -37,7 +37,7 @@ from bench.product_360 import (
     targets,
 )
 from bench.workload import Layout
-from wide_assets.progress import steps
+from demos.progress import steps
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SIZES = "1000000:10000,1000000:100000,10000000:10000,10000000:100000,10000000:1000000"

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from demos.progress import bar
 from wide_assets.pipelines import format_op_time
-from wide_assets.progress import bar
 
 __all__ = ["Event", "generate", "main"]
 
