@@ -6,7 +6,7 @@
 On the product_360 workload (`bench.workload`), the batch is written `--runs` times into fresh copies of
 one base of `bench.candidates.setup` (`default` or `write_only`) in one warm Sail session. The
 library's own calls are timed where the write makes them: validation (`prepare_batch`), the merge and
-the log append in one atomic commit (`Storage.append_log`, which computes the merge), the counts
+the log append in one atomic commit (`log_frames.append_log`, which computes the merge), the counts
 (`commit_counts`) and the table commit (`table_writes.apply_images`: reading the snapshot's files, the
 engine writing the new images, finding the rows they replace). The rest of the total is recovery, the
 transaction check and metadata reads. Each result is checked against the workload's oracle.
@@ -29,7 +29,7 @@ from bench.workload import Layout, generate, mismatch, oracle
 # phase: (module or class where the write looks the function up, its name)
 PHASES = {
     "validate": ("wide_assets.table.protocol", "prepare_batch"),
-    "merge + log append": ("wide_assets.table.storage:Storage", "append_log"),
+    "merge + log append": ("wide_assets.table.protocol", "append_log"),
     "counts": ("wide_assets.table.protocol", "commit_counts"),
     "table apply": ("wide_assets.table.recovery", "apply_images"),
     "  of which: snapshot files": ("wide_assets.table.delta_log", "live_files"),

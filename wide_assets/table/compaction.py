@@ -17,6 +17,7 @@ from wide_assets.changelog import collapsed_transitions
 from wide_assets.table import arbiter
 from wide_assets.table.images import folded_fragments
 from wide_assets.table.log import CompactionInfo, Origin, Resolution
+from wide_assets.table.log_frames import append_log, log_entries, log_rows
 from wide_assets.table.recovery import catch_up, finish_compaction, recover
 from wide_assets.table.storage import Storage
 
@@ -40,11 +41,11 @@ def resolve(storage: Storage) -> Resolution | None:
     parts = []
     if storage.spec.merge.lookup_free_writes:
         entries = folded_fragments(storage, pending, storage.rows(version=resolution.version_before))
-        parts.append(storage.log_rows(entries, resolution.through, Origin.MERGED))
+        parts.append(log_rows(storage, entries, resolution.through, Origin.MERGED))
     else:
-        entries = storage.log_entries(pending, Origin.MERGED)
+        entries = log_entries(storage, pending, Origin.MERGED)
     parts += compaction_changelog(storage, entries, resolution.through)
-    storage.append_log(parts, resolution.through, Origin.RESOLUTION, resolution.to_json(), log)
+    append_log(storage, parts, resolution.through, Origin.RESOLUTION, resolution.to_json(), log)
     faults.checkpoint("after-resolution")
     return resolution
 
@@ -55,4 +56,4 @@ def compaction_changelog(storage: Storage, entries: DataFrame, through: int) -> 
     if not storage.spec.merge.changelog_at_compaction:
         return []
     transitions = collapsed_transitions(storage.spark, storage.spec, entries)
-    return [storage.log_rows(transitions, through, Origin.COMPACTED)]
+    return [log_rows(storage, transitions, through, Origin.COMPACTED)]

@@ -9,6 +9,7 @@ from wide_assets.changelog import final_images, without_before_images
 from wide_assets.merge import MergeContext, engine_for
 from wide_assets.sql import RETRACTS, columns, kind_in
 from wide_assets.table.log import Origin
+from wide_assets.table.log_frames import log_entries
 from wide_assets.table.storage import Storage
 
 
@@ -29,7 +30,7 @@ def commit_images(storage: Storage, commits: list[int], stored: DataFrame | None
             if one_transition_per_key
             else final_images(storage.spark, spec, entries)
         )
-    entries = storage.log_entries(commits, Origin.MERGED)
+    entries = log_entries(storage, commits, Origin.MERGED)
     if len(commits) == 1 and one_transition_per_key:
         return without_before_images(entries)
     return final_images(storage.spark, spec, entries, across_commits=True)
@@ -40,7 +41,7 @@ def folded_fragments(storage: Storage, commits: list[int], stored: DataFrame) ->
     arrival order is commit then offset (the fold is sequential, so this equals commit by commit)."""
     spark, spec = storage.spark, storage.spec
     names = columns(spec.column_names)
-    fragments = storage.log_entries(commits, Origin.FRAGMENT)
+    fragments = log_entries(storage, commits, Origin.FRAGMENT)
     retractions = spark.sql(
         f"SELECT count_if({kind_in('_row_kind', RETRACTS)}) AS n FROM {{fragments}}", fragments=fragments
     ).collect()[0]["n"]

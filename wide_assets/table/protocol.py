@@ -34,6 +34,7 @@ from wide_assets.errors import ConcurrentWriteError, StoreError, first_line, mer
 from wide_assets.merge import engine_for, logs_unchanged_rows
 from wide_assets.table import arbiter
 from wide_assets.table.log import CommitInfo, Origin, Txn, now
+from wide_assets.table.log_frames import append_log, log_entries, log_rows
 from wide_assets.table.reads import Reader
 from wide_assets.table.recovery import catch_up
 from wide_assets.table.storage import Storage
@@ -179,7 +180,7 @@ def attempt(
         if engine_for(merge).guard(batch.context) is not None or refusable_retraction:
             with merge_errors():
                 merge_batch(spark, batch, storage.rows(version=base_version).limit(0)).count()
-        parts = [storage.log_rows(batch.frame, info.commit, Origin.FRAGMENT)]
+        parts = [log_rows(storage, batch.frame, info.commit, Origin.FRAGMENT)]
     else:
         pending = storage.log.pending(markers, arbiter.applied_through(table))
         stored = Reader(storage).union(storage.rows(version=base_version), pending)
@@ -191,11 +192,11 @@ def attempt(
         if merge.tombstone_retention_s is not None:
             merged = without_tombstoned(storage, batch, info, markers.commits)
         entries = merge_batch(spark, merged, stored)
-        parts = [storage.log_rows(entries, info.commit, Origin.MERGED)]
+        parts = [log_rows(storage, entries, info.commit, Origin.MERGED)]
         if merge.tombstone_retention_s is not None and batch.retractions != 0:
-            parts.append(storage.log_rows(tombstone_rows(spark, batch), info.commit, Origin.TOMBSTONE))
+            parts.append(log_rows(storage, tombstone_rows(spark, batch), info.commit, Origin.TOMBSTONE))
     if merge.changelog_producer == "input":
-        parts.append(storage.log_rows(input_changelog(spark, batch), info.commit, Origin.INPUT))
+        parts.append(log_rows(storage, input_changelog(spark, batch), info.commit, Origin.INPUT))
     every = merge.full_compaction_delta_commits
     if merge.changelog_at_compaction and not merge.write_only and full_compaction_due(info.commit, every):
         # Full compaction every N commits: their changes collapse into one changelog, committed
@@ -203,14 +204,14 @@ def attempt(
         window = parts[0]
         if every > 1:
             earlier = list(range(info.commit - every + 1, info.commit))
-            window = storage.log_entries(earlier, Origin.MERGED).unionByName(window)
+            window = log_entries(storage, earlier, Origin.MERGED).unionByName(window)
         transitions = collapsed_transitions(spark, spec, window)
-        parts.append(storage.log_rows(transitions, info.commit, Origin.COMPACTED))
+        parts.append(log_rows(storage, transitions, info.commit, Origin.COMPACTED))
     assert batch.records is not None and batch.key_only_deletes is not None, "prepare_batch counts them"
     info = replace(info, input_records=batch.records, key_only_deletes=batch.key_only_deletes)
     faults.checkpoint("before-changelog-commit")
     try:
-        storage.append_log(parts, info.commit, Origin.COMMIT, info.to_json(), log)
+        append_log(storage, parts, info.commit, Origin.COMMIT, info.to_json(), log)
     except Exception as error:
         if not is_store_error(error) or not commit_landed(storage, info, log.version):
             raise
@@ -297,7 +298,7 @@ def commit_counts(storage: Storage, commit: int) -> dict[str, int]:
     spec = storage.spec
     if spec.merge.lookup_free_writes:
         return dict.fromkeys(("inserted", "updated", "unchanged", "deleted", "changelog_rows"), 0)
-    entries = storage.log_entries([commit], Origin.MERGED)
+    entries = log_entries(storage, [commit], Origin.MERGED)
     if not engine_for(spec.merge).per_record and not logs_unchanged_rows(spec.merge):
         return kind_counts(storage.spark, entries)
     return {**transition_counts(storage.spark, spec, entries), "changelog_rows": entries.count()}

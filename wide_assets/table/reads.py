@@ -14,6 +14,7 @@ from wide_assets.sql import columns, key_join, quote, string_literal, value_lite
 from wide_assets.table import arbiter
 from wide_assets.table.images import commit_images
 from wide_assets.table.log import Origin
+from wide_assets.table.log_frames import log_frame
 from wide_assets.table.storage import Storage
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ class Reader:
         entries = storage.spark.sql(
             f"SELECT _row_kind, {columns(storage.spec.column_names)}, _commit, _offset FROM {{log}} "
             f"WHERE {' AND '.join(conditions)}",
-            log=storage.log_frame(),
+            log=log_frame(storage),
         )
         if merge.row_deduplicate and merge.row_deduplicate_ignore_fields and origin == Origin.MERGED:
             entries = without_ignored_updates(storage.spark, storage.spec, entries)

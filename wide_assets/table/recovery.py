@@ -19,6 +19,7 @@ from wide_assets.table import arbiter
 from wide_assets.table.arbiter import Conflict
 from wide_assets.table.images import commit_images
 from wide_assets.table.log import CompactionInfo, Markers, Origin, Resolution, now
+from wide_assets.table.log_frames import append_log, log_entries
 from wide_assets.table.storage import Storage
 from wide_assets.table.table_writes import apply_images
 
@@ -52,9 +53,9 @@ def resolution_images(storage: Storage, resolution: Resolution) -> DataFrame:
     resolved into logged images; otherwise its commits' merged entries are the images."""
     if storage.spec.merge.lookup_free_writes:
         # One merge of Paimon-engine fragments: one transition per key (see `commit_images`).
-        return without_before_images(storage.log_entries([resolution.through], Origin.MERGED))
+        return without_before_images(log_entries(storage, [resolution.through], Origin.MERGED))
     commits = list(range(resolution.through - resolution.commits + 1, resolution.through + 1))
-    entries = storage.log_entries(commits, Origin.MERGED)
+    entries = log_entries(storage, commits, Origin.MERGED)
     return final_images(storage.spark, storage.spec, entries, across_commits=True)
 
 
@@ -97,7 +98,7 @@ def finish_compaction(storage: Storage, resolution: Resolution) -> CompactionInf
             version_after=storage.version,
             written_at=now(),
         )
-        storage.append_log([], info.through, Origin.COMPACTION, info.to_json(), log)
+        append_log(storage, [], info.through, Origin.COMPACTION, info.to_json(), log)
         return info
 
     return arbiter.retrying(attempt, f"compacting {storage.path}")[0]

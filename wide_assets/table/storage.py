@@ -1,20 +1,15 @@
-"""The Delta tables behind a wide table as Spark reads and writes them: its rows, and its commit log's
-rows and appends (creating them: `wide_assets.table.definition`; the log's markers, read without
-Spark: `wide_assets.table.log`; the table's own commits: `wide_assets.table.table_writes`)."""
+"""The wide table's rows as the engine reads them (creating the tables: `wide_assets.table.definition`;
+the commit log through the engine: `wide_assets.table.log_frames`, its markers without the engine:
+`wide_assets.table.log`; the table's own commits: `wide_assets.table.table_writes`)."""
 
 from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
 
-from wide_assets.changelog import without_before_images
-from wide_assets.errors import TableStateError, merge_errors
-from wide_assets.merge import changelog_read_from_merge
+from wide_assets.errors import TableStateError
 from wide_assets.spec import BUCKET_COLUMN, TableSpec
-from wide_assets.sql import RowKind, columns, kind_in, quote, string_literal
-from wide_assets.table import arbiter
-from wide_assets.table.files import write_files
-from wide_assets.table.log import CommitLog, LogSnapshot, Origin
-from wide_assets.table.objects import TableFiles
+from wide_assets.sql import RowKind, kind_in, quote
+from wide_assets.table.log import CommitLog
 
 IS_DELETE_IMAGE = kind_in("_row_kind", [RowKind.DELETE])
 
@@ -75,52 +70,3 @@ class Storage:
     def image_rows(self, images: DataFrame) -> DataFrame:
         """The rows final images leave in the table (deletes dropped), as the table's columns."""
         return images.where(f"NOT {IS_DELETE_IMAGE}").select(*[quote(c) for c in self.spec.column_names])
-
-    # ----------------------------------------------------------------------------- commit log
-    def log_frame(self) -> DataFrame:
-        """The commit log as it is now (pinned: later appends do not change what this frame reads)."""
-        return (
-            self.spark.read.format("delta")
-            .option("versionAsOf", self.log.version())
-            .load(self.changelog_path)
-        )
-
-    def log_entries(self, commits: list[int], origin: Origin) -> DataFrame:
-        """The log rows of `origin` of `commits` (a contiguous range), from the log as it is now."""
-        return self.spark.sql(
-            f"SELECT * FROM {{log}} WHERE _commit BETWEEN {min(commits)} AND {max(commits)} "
-            f"AND _origin = {string_literal(origin)}",
-            log=self.log_frame(),
-        )
-
-    def log_rows(self, entries: DataFrame, commit: int, origin: Origin) -> DataFrame:
-        """`entries` (row kind, the table's columns, offset) as rows of the log for `commit`. Merged
-        entries keep their before-images only where a changelog is read from them: the table needs
-        only the after-images."""
-        if origin == Origin.MERGED and not changelog_read_from_merge(self.spec.merge):
-            entries = without_before_images(entries)
-        return self.spark.sql(
-            f"SELECT CAST({commit} AS BIGINT) AS _commit, _offset, _row_kind, {string_literal(origin)} AS _origin, "
-            f"{columns(self.spec.column_names)}, CAST(NULL AS STRING) AS _commit_info FROM {{entries}}",
-            entries=entries,
-        )
-
-    def append_log(
-        self, parts: list[DataFrame], commit: int, origin: Origin, info_json: str, log: LogSnapshot
-    ) -> None:
-        """One log commit right after the snapshot `log`: the entries plus their marker row (`origin`
-        is a marker's). Raises `Conflict` when another commit took that version first."""
-        nulls = ", ".join(f"CAST(NULL AS {c.type}) AS {quote(c.name)}" for c in self.spec.columns)
-        marker = self.spark.sql(
-            f"SELECT CAST({commit} AS BIGINT) AS _commit, CAST(-1 AS BIGINT) AS _offset, "
-            f"CAST(NULL AS STRING) AS _row_kind, {string_literal(origin)} AS _origin, {nulls}, "
-            f"{string_literal(info_json)} AS _commit_info"
-        )
-        files = TableFiles(self.changelog_path)
-        # One engine write per part, not one of their union: Sail 0.7.2's local-cluster mode was seen
-        # to stall for good writing a union of the one-row marker and a merge (bench.repeated_writes).
-        with merge_errors():
-            written = [
-                w for part in (marker, *parts) for w in write_files(part.select(*marker.columns), files)
-            ]
-        arbiter.append_files(log.table, written)

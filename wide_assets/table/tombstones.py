@@ -23,6 +23,7 @@ from wide_assets.options.tombstones import tombstone_time_columns
 from wide_assets.spec import TableSpec
 from wide_assets.sql import RowKind, kind_in, quote
 from wide_assets.table.log import CommitInfo, Origin
+from wide_assets.table.log_frames import log_frame
 from wide_assets.table.storage import Storage
 
 
@@ -78,7 +79,7 @@ def without_tombstoned(
         f"SELECT {keys}, {deleted} AS _deleted FROM {{log}} "
         f"WHERE _origin = '{Origin.TOMBSTONE}' AND _commit >= {first} AND _commit < {info.commit} "
         f"UNION ALL SELECT {keys}, {deleted} AS _deleted FROM {{deletes}}) GROUP BY {keys}",
-        log=storage.log_frame(),
+        log=log_frame(storage),
         deletes=tombstone_rows(spark, batch),
     )
     join = " AND ".join(f"b.{quote(k)} = t.{quote(k)}" for k in spec.primary_key)

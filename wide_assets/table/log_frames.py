@@ -1,0 +1,68 @@
+"""The commit log as the engine reads and appends it: the log's frame, a range of commits' entries, log
+rows for a commit, and one append of entries plus their marker (its markers, read without the engine:
+`wide_assets.table.log`)."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+
+from wide_assets.changelog import without_before_images
+from wide_assets.errors import merge_errors
+from wide_assets.merge import changelog_read_from_merge
+from wide_assets.sql import columns, quote, string_literal
+from wide_assets.table import arbiter
+from wide_assets.table.files import write_files
+from wide_assets.table.log import LogSnapshot, Origin
+from wide_assets.table.objects import TableFiles
+from wide_assets.table.storage import Storage
+
+
+def log_frame(storage: Storage) -> DataFrame:
+    """The commit log as it is now (pinned: later appends do not change what this frame reads)."""
+    return (
+        storage.spark.read.format("delta")
+        .option("versionAsOf", storage.log.version())
+        .load(storage.changelog_path)
+    )
+
+
+def log_entries(storage: Storage, commits: list[int], origin: Origin) -> DataFrame:
+    """The log rows of `origin` of `commits` (a contiguous range), from the log as it is now."""
+    return storage.spark.sql(
+        f"SELECT * FROM {{log}} WHERE _commit BETWEEN {min(commits)} AND {max(commits)} "
+        f"AND _origin = {string_literal(origin)}",
+        log=log_frame(storage),
+    )
+
+
+def log_rows(storage: Storage, entries: DataFrame, commit: int, origin: Origin) -> DataFrame:
+    """`entries` (row kind, the table's columns, offset) as rows of the log for `commit`. Merged entries
+    keep their before-images only where a changelog is read from them: the table needs only the
+    after-images."""
+    spec = storage.spec
+    if origin == Origin.MERGED and not changelog_read_from_merge(spec.merge):
+        entries = without_before_images(entries)
+    return storage.spark.sql(
+        f"SELECT CAST({commit} AS BIGINT) AS _commit, _offset, _row_kind, {string_literal(origin)} AS _origin, "
+        f"{columns(spec.column_names)}, CAST(NULL AS STRING) AS _commit_info FROM {{entries}}",
+        entries=entries,
+    )
+
+
+def append_log(
+    storage: Storage, parts: list[DataFrame], commit: int, origin: Origin, info_json: str, log: LogSnapshot
+) -> None:
+    """One log commit right after the snapshot `log`: the entries plus their marker row (`origin` is a
+    marker's). Raises `Conflict` when another commit took that version first."""
+    nulls = ", ".join(f"CAST(NULL AS {c.type}) AS {quote(c.name)}" for c in storage.spec.columns)
+    marker = storage.spark.sql(
+        f"SELECT CAST({commit} AS BIGINT) AS _commit, CAST(-1 AS BIGINT) AS _offset, "
+        f"CAST(NULL AS STRING) AS _row_kind, {string_literal(origin)} AS _origin, {nulls}, "
+        f"{string_literal(info_json)} AS _commit_info"
+    )
+    files = TableFiles(storage.changelog_path)
+    # One engine write per part, not one of their union: Sail 0.7.2's local-cluster mode was seen to
+    # stall for good writing a union of the one-row marker and a merge (bench.repeated_writes).
+    with merge_errors():
+        written = [w for part in (marker, *parts) for w in write_files(part.select(*marker.columns), files)]
+    arbiter.append_files(log.table, written)
