@@ -20,7 +20,6 @@ from wide_assets.pipelines.assets import (
     pipeline_job,
     source_asset,
     table_asset,
-    table_schema,
     wide_table_asset,
     wide_table_defs,
     wide_table_job,
@@ -39,6 +38,7 @@ from wide_assets.pipelines.checks import (
     unchanged_rows_check,
     unique_check,
 )
+from wide_assets.pipelines.column_schema import table_schema
 from wide_assets.pipelines.convergence import convergence_check, expected_rows
 from wide_assets.pipelines.declarations import LakeTableSpec, SourceSpec, WideTableSpec
 from wide_assets.pipelines.landing import LandingZone

@@ -19,6 +19,7 @@ import dagster as dg
 
 from wide_assets.pipelines.apply import SourceApplied, apply_sources, changelog_preview, open_wide_table
 from wide_assets.pipelines.checks import primary_key_check, source_health_checks, unchanged_rows_check
+from wide_assets.pipelines.column_schema import table_schema
 from wide_assets.pipelines.convergence import convergence_check
 from wide_assets.pipelines.declarations import JSON_FORMATS, LakeTableSpec, SourceSpec, WideTableSpec
 from wide_assets.pipelines.ingest import (
@@ -52,7 +53,6 @@ __all__ = [
     "pipeline_job",
     "source_asset",
     "table_asset",
-    "table_schema",
     "wide_table_asset",
     "wide_table_defs",
     "wide_table_job",
@@ -63,29 +63,6 @@ METRICS = ("inserted", "updated", "deleted", "unchanged")
 SensorScope = Literal["table", "per-source"]
 # (spark, the table, the lake) -> what this run applied to the table, one entry per upstream.
 ApplyFn = Callable[["SparkSession", "WideTable", LakeLocator], Sequence[SourceApplied]]
-CDC_DESCRIPTIONS = {
-    "_row_kind": "Change kind: +I insert, -U/+U update before/after, -D delete.",
-    "_offset": "Arrival order across all ingested files of the source.",
-    "_source_file": "Landed file the record came from, relative to the landing zone.",
-    "_source_line": "Line of the record in its file (the header is line 1).",
-    "_source_hash": "SHA-256 of the landed file; a file is ingested once per content.",
-}
-
-
-def table_schema(columns: tuple[tuple[str, str], ...], primary_key: tuple[str, ...]) -> dg.TableSchema:
-    """The `dagster/column_schema` of a table: its columns, their nullability and its key."""
-    return dg.TableSchema(
-        columns=[
-            dg.TableColumn(
-                name,
-                type_,
-                description=CDC_DESCRIPTIONS.get(name),
-                constraints=dg.TableColumnConstraints(nullable=name not in primary_key),
-            )
-            for name, type_ in columns
-        ],
-        constraints=dg.TableConstraints(other=[f"primary key ({', '.join(primary_key)})"]),
-    )
 
 
 def _source_schema(source: SourceSpec) -> dg.TableSchema:

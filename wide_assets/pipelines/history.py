@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
-from wide_assets.pipelines.assets import table_schema
 from wide_assets.pipelines.checks import applied_records, check_result, keyed_diff, not_judged
+from wide_assets.pipelines.column_schema import table_schema
 from wide_assets.pipelines.convergence import applied_in_commits
 from wide_assets.pipelines.declarations import HistorySpec, SourceSpec, WideTableSpec
 from wide_assets.pipelines.locate import LakeLocator, SparkProvider, asset_key, lake_name, table_path

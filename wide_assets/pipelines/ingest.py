@@ -38,6 +38,7 @@ from wide_assets.errors import InvalidInputError
 from wide_assets.locking import exclusive
 from wide_assets.pipelines.cdc_csv import UnreadableFile, read_csv
 from wide_assets.pipelines.declarations import JSON_FORMATS, ROW_KINDS, SourceSpec
+from wide_assets.pipelines.landed_file import LandedFile
 from wide_assets.pipelines.snapshots import snapshot_records
 from wide_assets.sql import RowKind, columns, key_join, quote, string_literal
 
@@ -82,15 +83,6 @@ CLOSE_NAME = 0.8
 MAX_CLOCK_SKEW = "INTERVAL 1 DAY"
 DUPLICATE = "_problems LIKE '%(duplicate record)'"
 _HASH_CHUNK = 1 << 20
-
-
-@dataclass(frozen=True)
-class LandedFile:
-    """A file in the landing zone: its name relative to the zone (its identity) and content hash."""
-
-    name: str
-    path: Path
-    sha256: str
 
 
 def _landed_paths(root: Path, source: SourceSpec) -> list[Path]:

@@ -27,7 +27,7 @@ from wide_assets.sql import quote, string_literal
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from wide_assets.pipelines.ingest import LandedFile
+    from wide_assets.pipelines.landed_file import LandedFile
 
 __all__ = ["snapshot_records", "snapshot_times"]
 
