@@ -163,14 +163,16 @@ def without_ignored_updates(spark: SparkSession, spec: TableSpec, entries: DataF
 
 def apply_images(spark: SparkSession, spec: TableSpec, stored: DataFrame, images: DataFrame) -> DataFrame:
     """The stored rows with `images` applied: the in-memory equivalent of the Delta MERGE. One outer
-    join, so `images` (often a merge itself) is computed once."""
+    join, so `images` (often a merge itself) is computed once. The images come first: the engine
+    builds its hash table from the join's first side, and the stored rows are the large one (with
+    them first, a union read of 3M rows peaked at 1.6 GB instead of 0.56 GB)."""
     keys = key_join(spec.primary_key, "s", "i")
     applied = ", ".join(
         f"CASE WHEN i._image THEN i.{quote(c)} ELSE s.{quote(c)} END AS {quote(c)}" for c in spec.column_names
     )
     return spark.sql(
-        f"SELECT {applied} FROM {{stored}} s FULL OUTER JOIN "
-        f"(SELECT *, true AS _image FROM {{images}}) i ON {keys} "
+        f"SELECT {applied} FROM (SELECT *, true AS _image FROM {{images}}) i "
+        f"FULL OUTER JOIN {{stored}} s ON {keys} "
         f"WHERE i._image IS NULL OR NOT {kind_in('i._row_kind', [RowKind.DELETE])}",
         stored=stored,
         images=images,
