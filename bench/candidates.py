@@ -409,7 +409,7 @@ def setup(layout: Layout) -> None:
     from deltalake import DeltaTable
 
     from wide_assets import WideTable, get_spark
-    from wide_assets.spec import BUCKET_COLUMN
+    from wide_assets.table_definition import BUCKET_COLUMN
 
     spark = get_spark()
     rows = spark.read.parquet(str(layout.initial))

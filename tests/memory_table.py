@@ -9,7 +9,7 @@ from wide_assets.batch import merge_batch, prepare_batch
 from wide_assets.changelog import apply_images, final_images
 from wide_assets.errors import merge_error
 from wide_assets.schema import Column
-from wide_assets.spec import TableSpec
+from wide_assets.table_definition import TableDefinition
 
 
 class MemoryTable:
@@ -17,7 +17,7 @@ class MemoryTable:
         self, spark: Any, columns: list[Any], primary_key: list[str], options: dict[str, str]
     ) -> None:
         self.spark = spark
-        self.spec = TableSpec.build(columns, primary_key, options)
+        self.spec = TableDefinition.build(columns, primary_key, options)
         self.ddl = ", ".join(f"`{c.name}` {c.type}" for c in self.spec.columns)
         self.stored = spark.createDataFrame([], self.ddl)
         self.entries: list[dict[str, Any]] = []

@@ -219,6 +219,8 @@ def test_bad_columns_fail_at_create(
 
 def test_create_with_a_different_definition_is_refused(spark: Any, tmp_path: Path) -> None:
     WideTable.create(spark, tmp_path / "t", COLUMNS, ["k"], {"merge-engine": "partial-update"})
-    assert WideTable.create(spark, tmp_path / "t", COLUMNS, ["k"], {"merge-engine": "partial-update"}).spec
+    assert WideTable.create(
+        spark, tmp_path / "t", COLUMNS, ["k"], {"merge-engine": "partial-update"}
+    ).definition
     with pytest.raises(InvalidOptionError, match="different definition"):
         WideTable.create(spark, tmp_path / "t", COLUMNS, ["k"], {"merge-engine": "deduplicate"})

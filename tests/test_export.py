@@ -36,7 +36,7 @@ def current(table: WideTable) -> list[tuple[Any, ...]]:
 
 
 def test_upsert_stream_applied_to_an_empty_table_reproduces_it(spark: Any, table: WideTable) -> None:
-    rebuilt = apply_upserts(spark, table.spec, table.export("upsert"))
+    rebuilt = apply_upserts(spark, table.definition, table.export("upsert"))
     assert sorted(tuple(r) for r in rebuilt.collect()) == current(table) == [(2, "b3"), (3, "c"), (4, "d2")]
 
 

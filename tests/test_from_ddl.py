@@ -49,16 +49,16 @@ def test_seed_000_user_rec_wide_from_its_ddl(spark: Any, tmp_path: Path) -> None
     table = WideTable.from_ddl(
         spark, tmp_path / "user_rec_wide", (FIXTURES / "seed_000_user_rec_wide.sql").read_text("utf-8")
     )
-    assert table.spec.merge.dialect == "fluss" and table.spec.merge.engine == "last_row"
-    assert table.spec.ignored_options == ("table.datalake.enabled",)
-    assert table.spec.bucketing is not None and table.spec.bucketing.count == 3
+    assert table.definition.merge.dialect == "fluss" and table.definition.merge.engine == "last_row"
+    assert table.definition.ignored_options == ("table.datalake.enabled",)
+    assert table.definition.bucketing is not None and table.definition.bucketing.count == 3
     inserts = _seed_inserts()
     for source, (column, parse) in SOURCE_COLUMNS.items():
         rows = [(user, item, parse(value)) for user, item, value in inserts[source]]
         assert len(rows) == 5
-        schema = f"user_id string, item_id string, {column} {table.spec.column(column).type}"
+        schema = f"user_id string, item_id string, {column} {table.definition.column(column).type}"
         table.write(spark.createDataFrame(rows, schema))
-    columns = [c.name for c in table.spec.columns]
+    columns = [c.name for c in table.definition.columns]
     changelog = _changelog(table, columns)
     assert sorted(changelog) == [1, 2, 3]
     for commit, stage in zip(sorted(changelog), seed.stages, strict=True):
@@ -68,7 +68,7 @@ def test_seed_000_user_rec_wide_from_its_ddl(spark: Any, tmp_path: Path) -> None
     again = WideTable.from_ddl(
         spark, table.path, (FIXTURES / "seed_000_user_rec_wide.sql").read_text("utf-8")
     )
-    assert again.spec == table.spec and again.last_commit == 3
+    assert again.definition == table.definition and again.last_commit == 3
 
 
 def _at(text: str) -> datetime:
@@ -79,7 +79,7 @@ def test_seed_002_product_360_with_sequence_groups_from_ddl(spark: Any, tmp_path
     table = WideTable.from_ddl(
         spark, tmp_path / "product_360", (FIXTURES / "product_360.sql").read_text("utf-8")
     )
-    assert table.spec.merge.write_only and len(table.spec.merge.sequence_groups) == 5
+    assert table.definition.merge.write_only and len(table.definition.merge.sequence_groups) == 5
 
     def write(schema: str, *rows: tuple[Any, ...]) -> None:
         table.write(spark.createDataFrame(list(rows), f"product_id bigint, {schema}"))

@@ -32,7 +32,6 @@ from demos.generate import generate
 from wide_assets.pipelines import LandingZone, WideTableSpec
 from wide_assets.pipelines.apply import apply_sources, open_wide_table
 from wide_assets.pipelines.checks import keyed_diff
-from wide_assets.pipelines.declarations import HistorySpec
 from wide_assets.pipelines.history import (
     NO_OVERLAP_CHECK,
     OPEN_EQUALS_TABLE_CHECK,
@@ -43,6 +42,7 @@ from wide_assets.pipelines.history import (
 )
 from wide_assets.pipelines.ingest import ingest, landed_files
 from wide_assets.pipelines.resources import LakeSettings
+from wide_assets.pipelines.specs import HistorySpec
 from wide_assets.table import arbiter, delta_log
 from wide_assets.table.history import HistoryTable
 

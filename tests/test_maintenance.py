@@ -15,10 +15,10 @@ import pytest
 from deltalake import DeltaTable
 
 from wide_assets import WideTable
-from wide_assets.pipelines.declarations import LakeTableSpec
 from wide_assets.pipelines.locate import table_path
 from wide_assets.pipelines.maintenance import CompactionPolicy, maintenance_defs, table_health
 from wide_assets.pipelines.resources import LakeSettings, SparkEngine
+from wide_assets.pipelines.specs import LakeTableSpec
 
 SPEC = LakeTableSpec(
     name="events_wide",

@@ -14,8 +14,8 @@ from wide_assets.component.declaration import SourceDeclaration, unknown_fields
 from wide_assets.errors import InvalidInputError
 from wide_assets.pipelines import SourceSpec, WideTableSpec
 from wide_assets.pipelines.apply import apply_sources, open_wide_table
-from wide_assets.pipelines.declarations import SnapshotSpec
 from wide_assets.pipelines.ingest import ingest, landed_files
+from wide_assets.pipelines.specs import SnapshotSpec
 
 Snapshot = dict[int, tuple[str, int]]  # customer -> (tier, points)
 

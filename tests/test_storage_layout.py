@@ -123,5 +123,5 @@ def test_bad_bucket_options_fail_at_create(
 
 def test_dynamic_bucket_mode_is_unbucketed(spark: Any, tmp_path: Path) -> None:
     table = WideTable.create(spark, tmp_path / "t", COLUMNS, ["k"], {"bucket": "-1"})
-    assert table.spec.bucketing is None
+    assert table.definition.bucketing is None
     assert DeltaTable(table.path).metadata().partition_columns == []

@@ -72,7 +72,7 @@ def test_write_only_reads_like_copy_on_write_under_random_interleavings(
     rng = random.Random(seed)
     eager = WideTable.create(spark, tmp_path / "cow", COLUMNS, ["k"], options)
     lazy = WideTable.create(spark, tmp_path / "wo", COLUMNS, ["k"], {**options, "write-only": "true"})
-    assert lazy.spec.merge.lookup_free_writes == (options is not PAIMON and options is not FLUSS)
+    assert lazy.definition.merge.lookup_free_writes == (options is not PAIMON and options is not FLUSS)
     for _ in range(6):
         if rng.random() < 0.3:
             lazy.compact()
@@ -152,7 +152,7 @@ def test_a_lookup_free_write_of_unmergeable_records_commits_nothing(spark: Any, 
     table = WideTable.create(
         spark, tmp_path / "t", COLUMNS, ["k"], {"merge-engine": "first-row", "write-only": "true"}
     )
-    assert table.spec.merge.lookup_free_writes
+    assert table.definition.merge.lookup_free_writes
     table.write(spark.createDataFrame([(1, "a", 1, None, None, "+I")], DDL))
     with pytest.raises(MergeError, match="can not accept DELETE"):
         table.write(spark.createDataFrame([(2, "a", 1, None, None, "-D")], DDL))
@@ -165,7 +165,7 @@ def test_a_lookup_free_write_of_a_retraction_a_function_refuses_commits_nothing(
 ) -> None:
     options = {**LOOKUP_FREE, "fields.cnt.aggregate-function": "max", "write-only": "true"}
     table = WideTable.create(spark, tmp_path / "t", COLUMNS, ["k"], options)
-    assert table.spec.merge.lookup_free_writes
+    assert table.definition.merge.lookup_free_writes
     table.write(spark.createDataFrame([(1, None, None, 5, 1, "+I")], DDL))
     with pytest.raises(MergeError, match="'max' does not support retraction"):
         table.write(spark.createDataFrame([(1, None, None, 5, 2, "-U")], DDL))
@@ -177,7 +177,7 @@ def test_writers_look_up_stored_rows_where_a_check_needs_them(spark: Any, tmp_pa
     # Whether a delete may merge with a stored row is only known by looking it up.
     options = {"merge-engine": "partial-update", "write-only": "true"}
     table = WideTable.create(spark, tmp_path / "t", COLUMNS, ["k"], options)
-    assert not table.spec.merge.lookup_free_writes
+    assert not table.definition.merge.lookup_free_writes
     table.write(spark.createDataFrame([(1, "a", 1, None, None, "+I")], DDL))
     with pytest.raises(MergeError, match="can not accept delete records"):
         table.write(spark.createDataFrame([(1, "a", 1, None, None, "-D")], DDL))

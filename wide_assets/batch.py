@@ -15,8 +15,8 @@ from wide_assets.errors import InvalidInputError, MergeError, first_line
 from wide_assets.java_text import java_list
 from wide_assets.merge import MergeContext, engine_for, merge_query, refusal_query
 from wide_assets.merge.column_sets import SET_COLUMNS, column_sets_refused
-from wide_assets.spec import TableSpec
 from wide_assets.sql import ADDS, RETRACTS, RowKind, columns, key_join, kind_in, quote, string_literal
+from wide_assets.table_definition import TableDefinition
 
 EXAMPLES = 3  # bad records quoted per kind of problem
 
@@ -39,7 +39,7 @@ class PreparedBatch:
 
 def prepare_batch(
     spark: SparkSession,
-    spec: TableSpec,
+    spec: TableDefinition,
     changes: DataFrame,
     target_columns: Sequence[str] | None = None,
 ) -> PreparedBatch:
@@ -88,7 +88,7 @@ def prepare_batch(
 
 
 def _check_column_sets(
-    spark: SparkSession, spec: TableSpec, changes: DataFrame, targets: tuple[str, ...] | None
+    spark: SparkSession, spec: TableDefinition, changes: DataFrame, targets: tuple[str, ...] | None
 ) -> None:
     """Refuse column sets the table cannot take, or records whose set names a column the write does
     not have (docs/semantics.md 7.1)."""
@@ -119,7 +119,7 @@ def _check_column_sets(
 
 
 def _target_columns(
-    spec: TableSpec, given: list[str], target_columns: Sequence[str] | None
+    spec: TableDefinition, given: list[str], target_columns: Sequence[str] | None
 ) -> tuple[str, ...] | None:
     """The columns this write declares: explicit, or (Fluss dialect) the columns the changes carry."""
     if target_columns is None:
@@ -155,7 +155,9 @@ def _target_columns(
     return tuple(c for c in spec.column_names if c in targets)
 
 
-def _normalized(spark: SparkSession, spec: TableSpec, changes: DataFrame, given: list[str]) -> DataFrame:
+def _normalized(
+    spark: SparkSession, spec: TableDefinition, changes: DataFrame, given: list[str]
+) -> DataFrame:
     columns = []
     for column in spec.columns:
         source = f"try_cast({quote(column.name)} AS {column.type})" if column.name in given else "NULL"
@@ -172,7 +174,7 @@ def _normalized(spark: SparkSession, spec: TableSpec, changes: DataFrame, given:
 
 def _check_values(
     spark: SparkSession,
-    spec: TableSpec,
+    spec: TableDefinition,
     changes: DataFrame,
     given: list[str],
     targets: tuple[str, ...] | None,
@@ -256,7 +258,7 @@ def assign_auto_increment(
 ) -> tuple[PreparedBatch, int]:
     """Give each key first seen in this batch the next dense id, in arrival order; returns the new
     batch and the next unused id. Stored keys keep theirs: the column is never a target column."""
-    spec = batch.context.spec
+    spec = batch.context.definition
     column = spec.merge.auto_increment
     assert column is not None
     keys, batch_keys = columns(spec.primary_key), columns(spec.primary_key, "b.")
@@ -291,7 +293,7 @@ def merge_batch(
 ) -> DataFrame:
     """This commit's changelog entries: `_row_kind`, the table's columns, `_offset` (order in the commit).
     `segmented`: the batch holds several commits' records, told apart by `_segment` (see merge_query)."""
-    spec = batch.context.spec
+    spec = batch.context.definition
     for column in spec.merge.functions:
         function = batch.context.aggregator(column)
         if function is not None:

@@ -11,13 +11,13 @@ from pyspark.sql import DataFrame, SparkSession
 from wide_assets.batch import PreparedBatch
 from wide_assets.merge.context import comparable
 from wide_assets.merge.plan import kind_filter
-from wide_assets.spec import TableSpec
 from wide_assets.sql import ADDS, RETRACTS, RowKind, columns, key_join, kind_in, quote
+from wide_assets.table_definition import TableDefinition
 
 
 def input_changelog(spark: SparkSession, batch: PreparedBatch) -> DataFrame:
     """C2: the `input` producer's changelog: the records as written, after the row-kind filter."""
-    spec = batch.context.spec
+    spec = batch.context.definition
     return spark.sql(
         f"SELECT _row_kind, {columns(spec.column_names)}, CAST(row_number() OVER (ORDER BY _offset) - 1 AS BIGINT) AS _offset "
         f"FROM {{frame}} WHERE {kind_filter(batch.context)}",
@@ -25,7 +25,7 @@ def input_changelog(spark: SparkSession, batch: PreparedBatch) -> DataFrame:
     )
 
 
-def _first_and_last(spec: TableSpec, across_commits: bool = False) -> str:
+def _first_and_last(spec: TableDefinition, across_commits: bool = False) -> str:
     """Per key of a commit's entries (or several commits'): its first and last entry (row kind, image,
     comparable image)."""
     keys = columns(spec.primary_key)
@@ -61,7 +61,7 @@ UNCHANGED = (
 
 
 def final_images(
-    spark: SparkSession, spec: TableSpec, entries: DataFrame, across_commits: bool = False
+    spark: SparkSession, spec: TableDefinition, entries: DataFrame, across_commits: bool = False
 ) -> DataFrame:
     """Per key whose row changed: its last changelog image (`_row_kind` '-D' = delete) to apply."""
     keys = columns(spec.primary_key)
@@ -73,7 +73,7 @@ def final_images(
     )
 
 
-def collapsed_transitions(spark: SparkSession, spec: TableSpec, entries: DataFrame) -> DataFrame:
+def collapsed_transitions(spark: SparkSession, spec: TableDefinition, entries: DataFrame) -> DataFrame:
     """C3 over several commits: one transition per key from its first image to its last, as a
     lookup changelog produced at compaction shows them (intermediate states are not visible)."""
     keys = columns(spec.primary_key)
@@ -103,7 +103,7 @@ def collapsed_transitions(spark: SparkSession, spec: TableSpec, entries: DataFra
     )
 
 
-def transition_counts(spark: SparkSession, spec: TableSpec, entries: DataFrame) -> dict[str, int]:
+def transition_counts(spark: SparkSession, spec: TableDefinition, entries: DataFrame) -> dict[str, int]:
     """Keys inserted, updated, unchanged (touched, same values) and deleted by a commit's entries."""
     row = spark.sql(
         f"SELECT count_if(NOT {EXISTED} AND {EXISTS}) AS inserted, "
@@ -137,7 +137,7 @@ def without_before_images(entries: DataFrame) -> DataFrame:
     return entries.where(f"NOT {kind_in('_row_kind', [RowKind.UPDATE_BEFORE])}")
 
 
-def without_ignored_updates(spark: SparkSession, spec: TableSpec, entries: DataFrame) -> DataFrame:
+def without_ignored_updates(spark: SparkSession, spec: TableDefinition, entries: DataFrame) -> DataFrame:
     """Drop -U/+U pairs equal but for `changelog-producer.row-deduplicate-ignore-fields`."""
     ignored = set(spec.merge.row_deduplicate_ignore_fields)
     compared = [c for c in spec.value_columns if c not in ignored]
@@ -161,7 +161,9 @@ def without_ignored_updates(spark: SparkSession, spec: TableSpec, entries: DataF
     )
 
 
-def apply_images(spark: SparkSession, spec: TableSpec, stored: DataFrame, images: DataFrame) -> DataFrame:
+def apply_images(
+    spark: SparkSession, spec: TableDefinition, stored: DataFrame, images: DataFrame
+) -> DataFrame:
     """The stored rows with `images` applied: the in-memory equivalent of the Delta MERGE. One outer
     join, so `images` (often a merge itself) is computed once. The images come first: the engine
     builds its hash table from the join's first side, and the stored rows are the large one (with

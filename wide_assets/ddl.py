@@ -43,7 +43,7 @@ from sqlglot.parsers.hive import HiveParser
 from wide_assets.errors import InvalidOptionError, did_you_mean
 from wide_assets.schema import Column
 
-__all__ = ["TableDefinition", "parse_create_table"]
+__all__ = ["CreateTable", "parse_create_table"]
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +133,7 @@ class _Flink(Hive):
 
 
 @dataclass(frozen=True)
-class TableDefinition:
+class CreateTable:
     """What a `CREATE TABLE` declares: the table's name (without catalog and database), its columns with
     Spark SQL types, its primary key, and its `WITH` options verbatim."""
 
@@ -143,7 +143,7 @@ class TableDefinition:
     options: dict[str, str] = field(default_factory=dict)
 
 
-def parse_create_table(ddl: str) -> TableDefinition:
+def parse_create_table(ddl: str) -> CreateTable:
     """The definition a Flink SQL `CREATE TABLE` statement declares; InvalidOptionError names what is
     wrong (line and column, or the column and construct) when it cannot be read."""
     create = _statement(ddl)
@@ -181,7 +181,7 @@ def parse_create_table(ddl: str) -> TableDefinition:
         log.warning("PARTITIONED BY (%s) has no effect on a wide table.", ", ".join(partition_keys))
     # A primary key column is NOT NULL whether declared so or not; the storage enforces it either way.
     columns = [Column(c.name, c.type) if c.name in key else c for c in columns]
-    return TableDefinition(create.this.this.name, columns, key, options)
+    return CreateTable(create.this.this.name, columns, key, options)
 
 
 def _statement(ddl: str) -> exp.Create:

@@ -12,8 +12,8 @@ from typing import Literal
 from pyspark.sql import DataFrame, SparkSession
 
 from wide_assets.errors import InvalidInputError
-from wide_assets.spec import TableSpec
 from wide_assets.sql import ADDS, RETRACTS, RowKind, columns, key_join, kind_in, quote
+from wide_assets.table_definition import TableDefinition
 
 DEBEZIUM_OPS = {RowKind.INSERT: "c", RowKind.UPDATE_AFTER: "u", RowKind.DELETE: "d"}
 IS_INSERT = kind_in("_row_kind", [RowKind.INSERT])
@@ -23,15 +23,15 @@ IS_DELETE = kind_in("_row_kind", [RowKind.DELETE])
 Encoding = Literal["append", "retract", "upsert", "flink-json", "debezium"]
 
 
-def _columns(spec: TableSpec) -> str:
+def _columns(spec: TableDefinition) -> str:
     return columns(spec.column_names)
 
 
-def _row_struct(spec: TableSpec, prefix: str = "") -> str:
+def _row_struct(spec: TableDefinition, prefix: str = "") -> str:
     return "named_struct(" + ", ".join(f"'{c}', {prefix}{quote(c)}" for c in spec.column_names) + ")"
 
 
-def append_only(spark: SparkSession, spec: TableSpec, changelog: DataFrame) -> DataFrame:
+def append_only(spark: SparkSession, spec: TableDefinition, changelog: DataFrame) -> DataFrame:
     """The inserts, for sinks that accept nothing else; any update or delete is an error."""
     others = changelog.where(f"NOT {IS_INSERT}").limit(1).collect()
     if others:
@@ -44,7 +44,7 @@ def append_only(spark: SparkSession, spec: TableSpec, changelog: DataFrame) -> D
     )
 
 
-def retract(spark: SparkSession, spec: TableSpec, changelog: DataFrame) -> DataFrame:
+def retract(spark: SparkSession, spec: TableDefinition, changelog: DataFrame) -> DataFrame:
     """Every entry as an add (`+I`/`+U`) or a retraction (`-U`/`-D`) of a whole row."""
     return spark.sql(
         f"SELECT _row_kind, {kind_in('_row_kind', RETRACTS)} AS retraction, {_columns(spec)}, _commit, _offset "
@@ -53,7 +53,7 @@ def retract(spark: SparkSession, spec: TableSpec, changelog: DataFrame) -> DataF
     )
 
 
-def upsert(spark: SparkSession, spec: TableSpec, changelog: DataFrame) -> DataFrame:
+def upsert(spark: SparkSession, spec: TableDefinition, changelog: DataFrame) -> DataFrame:
     """Key + latest value per entry; `-U` is dropped and a delete is a tombstone (`value` NULL)."""
     keys = columns(spec.primary_key)
     return spark.sql(
@@ -63,7 +63,7 @@ def upsert(spark: SparkSession, spec: TableSpec, changelog: DataFrame) -> DataFr
     )
 
 
-def flink_json(spark: SparkSession, spec: TableSpec, changelog: DataFrame) -> DataFrame:
+def flink_json(spark: SparkSession, spec: TableDefinition, changelog: DataFrame) -> DataFrame:
     """One JSON object per entry, Flink changelog-json style: `{"rowkind": "+U", <columns>}`."""
     fields = ", ".join(f"'{c}', {quote(c)}" for c in spec.column_names)
     return spark.sql(
@@ -73,7 +73,7 @@ def flink_json(spark: SparkSession, spec: TableSpec, changelog: DataFrame) -> Da
     )
 
 
-def debezium(spark: SparkSession, spec: TableSpec, changelog: DataFrame) -> DataFrame:
+def debezium(spark: SparkSession, spec: TableDefinition, changelog: DataFrame) -> DataFrame:
     """Debezium-style envelopes: `{"before", "after", "op"}`; a -U/+U pair becomes one `u` event."""
     keys = columns(spec.primary_key)
     row = _row_struct(spec)
@@ -90,7 +90,7 @@ def debezium(spark: SparkSession, spec: TableSpec, changelog: DataFrame) -> Data
     )
 
 
-def apply_upserts(spark: SparkSession, spec: TableSpec, upserts: DataFrame) -> DataFrame:
+def apply_upserts(spark: SparkSession, spec: TableDefinition, upserts: DataFrame) -> DataFrame:
     """What an upsert sink holds after consuming `upserts` from empty: the last value per key."""
     keys = columns(spec.primary_key)
     unpacked = ", ".join(f"_last.value.{quote(c)} AS {quote(c)}" for c in spec.column_names)
@@ -102,7 +102,7 @@ def apply_upserts(spark: SparkSession, spec: TableSpec, upserts: DataFrame) -> D
     )
 
 
-def snapshot_diff(spark: SparkSession, spec: TableSpec, old: DataFrame, new: DataFrame) -> DataFrame:
+def snapshot_diff(spark: SparkSession, spec: TableDefinition, old: DataFrame, new: DataFrame) -> DataFrame:
     """The changelog that turns snapshot `old` into `new`: +I, -D, and -U/+U for changed rows only."""
     on = key_join(spec.primary_key, "o", "n", null_safe=True)
     old_row, new_row = _row_struct(spec, "o."), _row_struct(spec, "n.")

@@ -35,7 +35,7 @@ def test_new_source_columns_keep_rows_changelog_and_time_travel(spark: Any, tmp_
         [("price", "decimal(10,2)"), ("price_ts", "int")], {"fields.price_ts.sequence-group": "price"}
     )
     reopened = WideTable.open(spark, table.path)
-    assert reopened.spec.column_names == ("id", "name", "name_ts", "price", "price_ts")
+    assert reopened.definition.column_names == ("id", "name", "name_ts", "price", "price_ts")
     assert rows(reopened) == [(1, "a", 1, None, None), (2, "b", 1, None, None)]
     reopened.write(
         spark.createDataFrame([(1, "9.50", 5), (3, "1.25", 1)], "id bigint, price string, price_ts int")

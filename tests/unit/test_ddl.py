@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from wide_assets.ddl import TableDefinition, parse_create_table
+from wide_assets.ddl import CreateTable, parse_create_table
 from wide_assets.errors import InvalidOptionError
 from wide_assets.schema import Column
-from wide_assets.spec import TableSpec
+from wide_assets.table_definition import TableDefinition
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -20,7 +20,7 @@ def _ddl(name: str) -> str:
 
 
 def test_seed_000_user_rec_wide() -> None:
-    assert parse_create_table(_ddl("seed_000_user_rec_wide.sql")) == TableDefinition(
+    assert parse_create_table(_ddl("seed_000_user_rec_wide.sql")) == CreateTable(
         name="user_rec_wide",
         columns=[
             Column("user_id", "string"),
@@ -35,7 +35,7 @@ def test_seed_000_user_rec_wide() -> None:
 
 
 def test_seed_002_product_360() -> None:
-    assert parse_create_table(_ddl("seed_002_product_360.sql")) == TableDefinition(
+    assert parse_create_table(_ddl("seed_002_product_360.sql")) == CreateTable(
         name="product_360",
         columns=[
             Column("product_id", "bigint"),
@@ -178,7 +178,7 @@ def test_the_blogs_reversed_sequence_groups_are_refused_with_the_documented_form
     assert options["fields.product_name.sequence-group"] == "catalog_op_ts"
     table = parse_create_table(_ddl("product_360.sql"))
     with pytest.raises(InvalidOptionError) as refused:
-        TableSpec.build(table.columns, table.primary_key, {"merge-engine": "partial-update", **options})
+        TableDefinition.build(table.columns, table.primary_key, {"merge-engine": "partial-update", **options})
     # Paimon's own refusal of the groups read the documented way, then the form the user meant.
     assert str(refused.value) == (
         "Field catalog_op_ts is defined repeatedly by multiple groups: fields.brand.sequence-group. "
@@ -188,7 +188,7 @@ def test_the_blogs_reversed_sequence_groups_are_refused_with_the_documented_form
     )
     # One reversed line alone is recognised too: a STRING cannot order a group, a timestamp can.
     with pytest.raises(InvalidOptionError) as refused:
-        TableSpec.build(
+        TableDefinition.build(
             table.columns,
             table.primary_key,
             {"merge-engine": "partial-update", "fields.brand.sequence-group": "catalog_op_ts"},
@@ -204,8 +204,8 @@ def test_the_product_360_ddl_declares_the_demos_table() -> None:
 
     product_360 = declared("product_360").spec
     table = parse_create_table(_ddl("product_360.sql"))
-    spec = TableSpec.build(product_360.columns, product_360.primary_key, product_360.options)
-    assert TableSpec.build(table.columns, table.primary_key, table.options) == spec
+    spec = TableDefinition.build(product_360.columns, product_360.primary_key, product_360.options)
+    assert TableDefinition.build(table.columns, table.primary_key, table.options) == spec
     assert [(g.sequence_fields, g.protected) for g in spec.merge.sequence_groups][:2] == [
         (("catalog_op_ts",), ("product_name", "brand")),
         (("pricing_op_ts",), ("price", "sale_ends")),

@@ -9,13 +9,13 @@ import pytest
 from wide_assets.errors import InvalidInputError
 from wide_assets.merge import MergeContext, engine_for
 from wide_assets.merge.plan import kind_filter, merge_order
-from wide_assets.spec import TableSpec
+from wide_assets.table_definition import TableDefinition
 
 COLUMNS = [("k", "int"), ("a", "string"), ("seq", "bigint")]
 
 
 def context(options: dict[str, str], target_columns: tuple[str, ...] | None = None) -> MergeContext:
-    return MergeContext(TableSpec.build(COLUMNS, ["k"], options), target_columns)
+    return MergeContext(TableDefinition.build(COLUMNS, ["k"], options), target_columns)
 
 
 @pytest.mark.parametrize(
@@ -52,9 +52,9 @@ def test_merge_order_puts_the_sequence_first_nulls_first() -> None:
 def test_engines_that_refuse_partial_writes() -> None:
     first_row = context({"table.merge-engine": "first_row", "table.delete.behavior": "ignore"}, ("k",))
     with pytest.raises(InvalidInputError, match="Partial update is not supported"):
-        engine_for(first_row.merge).check_write(MergeContext(first_row.spec, ("k", "a")))
+        engine_for(first_row.merge).check_write(MergeContext(first_row.definition, ("k", "a")))
     last_row = context({"table.delete.behavior": "allow"})
-    engine_for(last_row.merge).check_write(MergeContext(last_row.spec, ("k", "a")))
+    engine_for(last_row.merge).check_write(MergeContext(last_row.definition, ("k", "a")))
 
 
 def test_fold_state_carries_a_seen_flag_only_for_stateful_functions() -> None:

@@ -10,7 +10,7 @@ from wide_assets.errors import InvalidOptionError
 from wide_assets.java_text import java_hash_order, java_list
 from wide_assets.merge.first_row import RETRACT_REJECTED
 from wide_assets.merge.partial_update import DELETE_REJECTED
-from wide_assets.spec import TableSpec
+from wide_assets.table_definition import TableDefinition
 
 COLUMNS = [("k", "int"), ("a", "string"), ("b", "bigint"), ("s1", "bigint"), ("s2", "bigint")]
 TYPED = [
@@ -621,7 +621,7 @@ def test_refusal_prints_the_upstream_text(
     options: dict[str, str], message: str, columns: list[tuple[str, str]] | None, key: list[str] | None
 ) -> None:
     with pytest.raises(InvalidOptionError) as refused:
-        TableSpec.build(columns or COLUMNS, key or ["k"], options)
+        TableDefinition.build(columns or COLUMNS, key or ["k"], options)
     assert str(refused.value) == message
 
 
@@ -646,7 +646,7 @@ def test_merge_refusals_are_paimons_multi_line_texts() -> None:
 def test_an_aggregate_function_on_a_sequence_group_field_is_refused_in_our_words() -> None:
     # Paimon <= 1.3 refused this ("Should not defined aggregation function on sequence group: [s1]").
     with pytest.raises(InvalidOptionError) as refused:
-        TableSpec.build(
+        TableDefinition.build(
             COLUMNS, ["k"], {**PU, "fields.s1.sequence-group": "a", "fields.s1.aggregate-function": "max"}
         )
     assert str(refused.value) == (
@@ -673,7 +673,9 @@ def test_an_aggregate_function_on_a_sequence_group_field_is_refused_in_our_words
 )
 def test_nested_function_refusals_in_our_words(options: dict[str, str], message: str) -> None:
     with pytest.raises(InvalidOptionError) as refused:
-        TableSpec.build([("k", "int"), ("n", "array<struct<k0:int,v:string>>")], ["k"], {**AGG, **options})
+        TableDefinition.build(
+            [("k", "int"), ("n", "array<struct<k0:int,v:string>>")], ["k"], {**AGG, **options}
+        )
     assert str(refused.value) == message
 
 

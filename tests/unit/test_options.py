@@ -8,15 +8,15 @@ import pytest
 
 from wide_assets.errors import InvalidOptionError
 from wide_assets.merge import engine_for
-from wide_assets.spec import TableSpec
+from wide_assets.table_definition import TableDefinition
 
 COLUMNS = [("k", "int"), ("a", "string"), ("b", "bigint"), ("seq_a", "bigint"), ("seq_b", "bigint")]
 
 
 def spec(
     options: Mapping[str, object] | None = None, columns: list[tuple[str, str]] | None = None
-) -> TableSpec:
-    return TableSpec.build(columns or COLUMNS, ["k"], options)
+) -> TableDefinition:
+    return TableDefinition.build(columns or COLUMNS, ["k"], options)
 
 
 def test_no_options_is_paimon_deduplicate() -> None:
@@ -135,7 +135,7 @@ def test_buckets() -> None:
 
 def test_definition_round_trips_through_json() -> None:
     original = spec({"merge-engine": "partial-update", "fields.seq_a.sequence-group": "a", "bucket": 2})
-    assert TableSpec.from_json(original.to_json()) == original
+    assert TableDefinition.from_json(original.to_json()) == original
     assert original.options["bucket"] == "2"
 
 

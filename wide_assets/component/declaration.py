@@ -20,7 +20,7 @@ from pydantic import ConfigDict, Field
 from wide_assets.component.refusal import DeclarationProblem
 from wide_assets.errors import did_you_mean
 from wide_assets.pipelines import CompactionPolicy, SourceSpec, WideTableSpec
-from wide_assets.pipelines.declarations import HistorySpec, SnapshotSpec
+from wide_assets.pipelines.specs import HistorySpec, SnapshotSpec
 from wide_assets.pipelines.triggers import HOURLY
 
 __all__ = [
@@ -390,7 +390,7 @@ def _check_options(spec: WideTableSpec, table: TableDeclaration) -> None:
     from wide_assets.errors import InvalidOptionError
 
     try:
-        spec.table_spec()
+        spec.definition()
     except InvalidOptionError as error:
         if table.ddl is not None:
             raise DeclarationProblem(f"table {spec.name}: {error}", ("table", "ddl")) from error

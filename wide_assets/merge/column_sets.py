@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from wide_assets.merge.context import MergeContext
 from wide_assets.options.common import MergeOptions
-from wide_assets.spec import TableSpec
 from wide_assets.sql import ADDS, kind_in
+from wide_assets.table_definition import TableDefinition
 
 SET_COLUMNS = "_set_columns"
 
@@ -29,7 +29,7 @@ _WHOLE_RECORD_ENGINES = {
 }
 
 
-def column_sets_refused(spec: TableSpec) -> str | None:
+def column_sets_refused(spec: TableDefinition) -> str | None:
     """Why a write to a table of `spec` cannot carry per-record column sets, or None when it can."""
     merge: MergeOptions = spec.merge
     why = _WHOLE_RECORD_ENGINES.get((merge.dialect, merge.engine))

@@ -14,8 +14,8 @@ from functools import cached_property
 from wide_assets.aggregate_functions import Aggregator, aggregator
 from wide_assets.options.common import MergeOptions
 from wide_assets.schema import Column, FieldFunction
-from wide_assets.spec import TableSpec
 from wide_assets.sql import ADDS, RETRACTS, RowKind, kind_in
+from wide_assets.table_definition import TableDefinition
 
 # A record `r` of the fold by its row kind.
 ADD = kind_in("r._kind", ADDS)
@@ -56,25 +56,25 @@ def compare_tuples(left: Sequence[str], right: Sequence[str]) -> str:
 
 @dataclass(frozen=True)
 class MergeContext:
-    """A table's spec plus one write's target columns (None = every column written), and whether its
+    """A table's definition plus one write's target columns (None = every column written), and whether its
     records carry per-record column sets (`merge.column_sets`)."""
 
-    spec: TableSpec
+    definition: TableDefinition
     target_columns: tuple[str, ...] | None = None
     column_sets: bool = False
 
     @property
     def merge(self) -> MergeOptions:
-        return self.spec.merge
+        return self.definition.merge
 
     @cached_property
     def aliases(self) -> Mapping[str, str]:
-        return {name: f"c{i}" for i, name in enumerate(self.spec.column_names)}
+        return {name: f"c{i}" for i, name in enumerate(self.definition.column_names)}
 
     @property
     def values(self) -> tuple[str, ...]:
         """Non-key columns: the ones a merge changes."""
-        return self.spec.value_columns
+        return self.definition.value_columns
 
     def ref(self, var: str, column: str) -> str:
         if var == "r" and self.is_map(column):
@@ -92,7 +92,7 @@ class MergeContext:
         return f"map_entries({alias})" if self.is_map(column) else alias
 
     def column(self, name: str) -> Column:
-        return self.spec.column(name)
+        return self.definition.column(name)
 
     def aggregator(self, column: str) -> Aggregator | None:
         function = self.function(column)

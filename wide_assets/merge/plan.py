@@ -75,7 +75,7 @@ def merge_query(ctx: MergeContext, segmented: bool = False, adds_only: bool = Fa
     restart, and an engine may split its fold into independent column folds (`column_folds`).
     """
     engine = engine_for(ctx.merge)
-    spec = ctx.spec
+    spec = ctx.definition
     keys = [f"k{i}" for i in range(len(spec.primary_key))]
     column_folds = engine.column_folds(ctx) if adds_only and not ctx.column_sets else None
     if column_folds is not None:
@@ -111,7 +111,7 @@ def refusal_query(ctx: MergeContext, segmented: bool = False) -> tuple[str, str]
     if guard is None:
         return None
     condition, message = guard
-    keys = [f"k{i}" for i in range(len(ctx.spec.primary_key))]
+    keys = [f"k{i}" for i in range(len(ctx.definition.primary_key))]
     return (
         f"{_grouped(ctx, keys, segmented)}\nSELECT 1 AS refused FROM grouped WHERE {condition} LIMIT 1",
         message,
@@ -121,7 +121,7 @@ def refusal_query(ctx: MergeContext, segmented: bool = False) -> tuple[str, str]
 def _grouped(ctx: MergeContext, keys: list[str], segmented: bool) -> str:
     """CTEs ending in `grouped`: per key, the batch's records and the stored row in merge order (`recs`)
     and the first arrival (`_first`)."""
-    spec = ctx.spec
+    spec = ctx.definition
     key_select, value_select = _aliased_keys(ctx, keys), _aliased_values(ctx)
     stored_keys, stored_values = _aliased_keys(ctx, keys, "t."), _aliased_values(ctx, "t.")
     join = " AND ".join(f"t.{quote(k)} = x.{a}" for k, a in zip(spec.primary_key, keys, strict=True))
@@ -169,7 +169,9 @@ WITH b AS (
 
 def _aliased_keys(ctx: MergeContext, keys: list[str], prefix: str = "") -> str:
     """The primary key columns (of `prefix`) under the query's key aliases."""
-    return ", ".join(f"{prefix}{quote(k)} AS {a}" for k, a in zip(ctx.spec.primary_key, keys, strict=True))
+    return ", ".join(
+        f"{prefix}{quote(k)} AS {a}" for k, a in zip(ctx.definition.primary_key, keys, strict=True)
+    )
 
 
 def _aliased_values(ctx: MergeContext, prefix: str = "") -> str:
@@ -179,7 +181,7 @@ def _aliased_values(ctx: MergeContext, prefix: str = "") -> str:
 
 def _entries(ctx: MergeContext, engine: MergeEngine, keys: list[str], folded: str) -> str:
     """The changelog entries of `folded` (CTEs ending in `folded`: keys, `_first`, `before`, `st`)."""
-    spec = ctx.spec
+    spec = ctx.definition
     # Fluss engines carry their per-record CDC entries in the fold state; Paimon's are derived per key.
     entries = "st.log" if engine.per_record else _transitions(ctx, engine)
     out_keys = ", ".join(f"{a} AS {quote(k)}" for k, a in zip(spec.primary_key, keys, strict=True))

@@ -40,10 +40,10 @@ from wide_assets.pipelines.checks import (
 )
 from wide_assets.pipelines.column_schema import table_schema
 from wide_assets.pipelines.convergence import convergence_check, expected_rows
-from wide_assets.pipelines.declarations import LakeTableSpec, SourceSpec, WideTableSpec
 from wide_assets.pipelines.landing import LandingZone
 from wide_assets.pipelines.locate import LakeLocator, asset_key, lake_name, table_path
 from wide_assets.pipelines.maintenance import CompactionPolicy, maintenance_defs
+from wide_assets.pipelines.specs import LakeTableSpec, SourceSpec, WideTableSpec
 from wide_assets.pipelines.triggers import hourly_schedule, new_data_sensor
 
 __all__ = [

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from wide_assets.errors import ConcurrentWriteError, InvalidInputError, TableStateError
-from wide_assets.pipelines.declarations import LakeTableSpec, SourceSpec, WideTableSpec, op_time_family
 from wide_assets.pipelines.markdown import markdown_table
 from wide_assets.pipelines.run_order import Unit, commit_segments
+from wide_assets.pipelines.specs import LakeTableSpec, SourceSpec, WideTableSpec, op_time_family
 from wide_assets.sql import columns, key_join, quote, string_literal
 
 if TYPE_CHECKING:
@@ -239,7 +239,7 @@ def _shared_key_units(
     # key wins, every record does.
     from wide_assets.merge import engine_for
 
-    every_record = engine_for(table.spec.merge).first_record_wins
+    every_record = engine_for(table.definition.merge).first_record_wins
     keys = columns(spec.primary_key)
     types = dict(spec.columns)
     frames: dict[str, Any] = {}
@@ -342,7 +342,7 @@ def listed_columns(spark: SparkSession, source: SourceSpec, rows: DataFrame) -> 
 
 def changelog_preview(spark: SparkSession, table: WideTable, start_commit: int) -> str:
     """Markdown: the number of changelog rows per kind from `start_commit` on, and the first of them."""
-    if not table.spec.merge.produces_changelog:
+    if not table.definition.merge.produces_changelog:
         return "No changelog: the table's `changelog-producer` is `none`."
     entries = table.changelog(start_commit=start_commit)
     kinds = spark.sql(
@@ -350,7 +350,7 @@ def changelog_preview(spark: SparkSession, table: WideTable, start_commit: int) 
     ).collect()
     if not kinds:
         return "No changelog rows: nothing new was applied in this run."
-    columns = ["_commit", "_row_kind", *table.spec.column_names]
+    columns = ["_commit", "_row_kind", *table.definition.column_names]
     rows = entries.orderBy("_commit", "_offset").limit(PREVIEW_ROWS).collect()
     total = sum(int(k.n) for k in kinds)
     parts = [

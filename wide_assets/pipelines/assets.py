@@ -21,7 +21,6 @@ from wide_assets.pipelines.apply import SourceApplied, apply_sources, changelog_
 from wide_assets.pipelines.checks import primary_key_check, source_health_checks, unchanged_rows_check
 from wide_assets.pipelines.column_schema import table_schema
 from wide_assets.pipelines.convergence import convergence_check
-from wide_assets.pipelines.declarations import JSON_FORMATS, LakeTableSpec, SourceSpec, WideTableSpec
 from wide_assets.pipelines.ingest import (
     BadSourceRecords,
     cdc_columns,
@@ -33,6 +32,7 @@ from wide_assets.pipelines.landing import LandingZone
 from wide_assets.pipelines.locate import LakeLocator, SparkProvider, asset_key, lake_name, table_path
 from wide_assets.pipelines.maintenance import CompactionPolicy, is_write_only, maintenance_defs
 from wide_assets.pipelines.markdown import markdown_table
+from wide_assets.pipelines.specs import JSON_FORMATS, LakeTableSpec, SourceSpec, WideTableSpec
 from wide_assets.pipelines.triggers import HOURLY, hourly_schedule, new_data_sensor, run_failure_logger
 
 if TYPE_CHECKING:

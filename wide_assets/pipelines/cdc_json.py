@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from wide_assets.pipelines.declarations import ROW_KINDS, SourceSpec
+from wide_assets.pipelines.specs import ROW_KINDS, SourceSpec
 
 __all__ = ["DEBEZIUM_OPS", "JsonRecord", "format_op_time", "json_fields", "parse_json_lines"]
 

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 
 from wide_assets.pipelines.apply import consumed_offsets, key_report
-from wide_assets.pipelines.declarations import JSON_FORMATS, LakeTableSpec, SourceSpec
 from wide_assets.pipelines.ingest import quarantine_path
 from wide_assets.pipelines.landing import LandingZone
 from wide_assets.pipelines.locate import LakeLocator, SparkProvider, asset_key, table_path
+from wide_assets.pipelines.specs import JSON_FORMATS, LakeTableSpec, SourceSpec
 from wide_assets.sql import columns, key_join, quote, string_literal
 
 if TYPE_CHECKING:
@@ -263,7 +263,7 @@ def unchanged_rows_check(spec: LakeTableSpec, name: str, description: str) -> dg
         current = table.read()
         # One direction only: rows the current version adds are new keys (or duplicates, which the
         # key check reports); a previous row that is absent now was changed or removed.
-        changed, examples = _absent(spark, previous, current, table.spec.column_names)
+        changed, examples = _absent(spark, previous, current, table.definition.column_names)
         diff = RowDiff(current.count(), changed, 0, tuple(f"changed or removed {e}" for e in examples))
         return diff.result(version=version, compared_with=version - 1)
 

@@ -36,8 +36,8 @@ import dagster as dg
 
 from wide_assets.options.tombstones import TOMBSTONE_RETENTION
 from wide_assets.pipelines.checks import applied_records, keyed_diff, table_check
-from wide_assets.pipelines.declarations import SourceSpec, WideTableSpec
 from wide_assets.pipelines.locate import LakeLocator
+from wide_assets.pipelines.specs import SourceSpec, WideTableSpec
 from wide_assets.sql import columns, key_join, quote
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ def _first_record_wins(merge: MergeOptions) -> bool:
 def convergence_problem(spec: WideTableSpec) -> str | None:
     """Why the declaration cannot say what `spec`'s rows must be, or None when it can."""
     # Parsing validates the options, so a bad option fails here, when definitions load.
-    merge = spec.table_spec().merge
+    merge = spec.definition().merge
     functions = merge.functions
     with_sets = [s.name for s in spec.sources if s.has_column_sets]
     if with_sets:
@@ -343,7 +343,7 @@ def expected_rows(spark: SparkSession, spec: WideTableSpec, applied: Mapping[str
     problem = convergence_problem(spec)
     if problem:
         raise ValueError(f"table {spec.name}: no convergence oracle: {problem}.")
-    merge = spec.table_spec().merge
+    merge = spec.definition().merge
     functions = merge.functions
     first = _first_record_wins(merge)
     if TOMBSTONE_RETENTION in spec.options:

@@ -19,8 +19,8 @@ import dagster as dg
 from wide_assets.pipelines.checks import applied_records, check_result, keyed_diff, not_judged
 from wide_assets.pipelines.column_schema import table_schema
 from wide_assets.pipelines.convergence import applied_in_commits
-from wide_assets.pipelines.declarations import HistorySpec, SourceSpec, WideTableSpec
 from wide_assets.pipelines.locate import LakeLocator, SparkProvider, asset_key, lake_name, table_path
+from wide_assets.pipelines.specs import HistorySpec, SourceSpec, WideTableSpec
 from wide_assets.schema import Column
 from wide_assets.sql import quote, string_literal
 from wide_assets.table.history import END, HISTORY_SUFFIX, START, HistoryTable
@@ -64,9 +64,9 @@ def _history(spec: WideTableSpec) -> HistorySpec:
 def history_problem(spec: WideTableSpec) -> str | None:
     """Why the table's merge does not keep the tracked columns' latest values by op time (so its
     history cannot be folded from the records), or None."""
-    from wide_assets.spec import TableSpec
+    from wide_assets.table_definition import TableDefinition
 
-    merge = TableSpec.build(spec.columns, spec.primary_key, spec.options).merge
+    merge = TableDefinition.build(spec.columns, spec.primary_key, spec.options).merge
     if merge.engine in UNFOLDED_ENGINES:
         return f"its merge engine {merge.engine} does not keep each column's latest value"
     for column in _history(spec).tracked(spec.value_columns):

@@ -37,9 +37,9 @@ from wide_assets import faults
 from wide_assets.errors import InvalidInputError
 from wide_assets.locking import exclusive
 from wide_assets.pipelines.cdc_csv import UnreadableFile, read_csv
-from wide_assets.pipelines.declarations import JSON_FORMATS, ROW_KINDS, SourceSpec
 from wide_assets.pipelines.landed_file import LandedFile
 from wide_assets.pipelines.snapshots import snapshot_records
+from wide_assets.pipelines.specs import JSON_FORMATS, ROW_KINDS, SourceSpec
 from wide_assets.sql import RowKind, columns, key_join, quote, string_literal
 
 if TYPE_CHECKING:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import dagster as dg
 from pydantic import Field
 
-from wide_assets.pipelines.declarations import SourceSpec
 from wide_assets.pipelines.ingest import LandedFile, landed_files, landed_fingerprints
+from wide_assets.pipelines.specs import SourceSpec
 
 __all__ = ["LandingZone"]
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import dagster as dg
 
-from wide_assets.pipelines.declarations import LakeTableSpec
+from wide_assets.pipelines.specs import LakeTableSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

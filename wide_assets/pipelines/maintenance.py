@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 
 from wide_assets.pipelines.checks import not_judged
-from wide_assets.pipelines.declarations import LakeTableSpec
 from wide_assets.pipelines.locate import LakeLocator, SparkProvider, asset_key, lake_name, table_path
+from wide_assets.pipelines.specs import LakeTableSpec
 
 if TYPE_CHECKING:
     from wide_assets.table import TableHealth
@@ -68,7 +68,7 @@ def _content_checksum(spark: Any, rows: Any, names: tuple[str, ...]) -> str:
 
 def is_write_only(spec: LakeTableSpec) -> bool:
     """Whether `spec`'s writers only append fragments that a compaction must fold in (Paimon `write-only`)."""
-    return spec.table_spec().merge.write_only
+    return spec.definition().merge.write_only
 
 
 def compaction_job(
@@ -91,13 +91,13 @@ def compaction_job(
         session = spark.spark
         table = WideTable.open(session, path)
         before = table.health()
-        checksum_before = _content_checksum(session, table.read(), table.spec.column_names)
+        checksum_before = _content_checksum(session, table.read(), table.definition.column_names)
         started = time.monotonic()
         folded = table.compact()
         table.optimize(policy.z_order or None)
         duration = time.monotonic() - started
         after = table.health()
-        checksum_after = _content_checksum(session, table.read(), table.spec.column_names)
+        checksum_after = _content_checksum(session, table.read(), table.definition.column_names)
         metadata: dict[str, Any] = {
             "commits_folded": folded.commits if folded else 0,
             "rows_applied": folded.applied_rows if folded else 0,
@@ -183,7 +183,7 @@ def changelog_replay_check(spec: LakeTableSpec) -> dg.AssetChecksDefinition:
 
         session = spark.spark
         table = WideTable.open(session, table_path(lake, spec))
-        merge = table.spec.merge
+        merge = table.definition.merge
         if not merge.produces_changelog:
             return not_judged(f"{spec.name} keeps no changelog (changelog-producer 'none').")
         if table.last_commit == 0:
@@ -206,8 +206,8 @@ def changelog_replay_check(spec: LakeTableSpec) -> dg.AssetChecksDefinition:
         current = (
             session.read.format("delta").load(table.path) if merge.changelog_at_compaction else table.read()
         )
-        replayed = apply_upserts(session, table.spec, table.export("upsert"))
-        columns = table.spec.column_names
+        replayed = apply_upserts(session, table.definition, table.export("upsert"))
+        columns = table.definition.column_names
         want, got = (
             _content_checksum(session, frame.select(*columns), columns) for frame in (current, replayed)
         )

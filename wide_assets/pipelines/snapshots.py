@@ -21,7 +21,7 @@ from functools import reduce
 from typing import TYPE_CHECKING
 
 from wide_assets.errors import InvalidInputError
-from wide_assets.pipelines.declarations import SnapshotSpec, SourceSpec
+from wide_assets.pipelines.specs import SnapshotSpec, SourceSpec
 from wide_assets.sql import quote, string_literal
 
 if TYPE_CHECKING:

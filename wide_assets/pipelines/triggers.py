@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from wide_assets.pipelines.declarations import LakeTableSpec, SourceSpec
 from wide_assets.pipelines.landing import LandingZone
 from wide_assets.pipelines.locate import LakeLocator, table_path
+from wide_assets.pipelines.specs import LakeTableSpec, SourceSpec
 
 if TYPE_CHECKING:
     from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition

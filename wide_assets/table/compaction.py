@@ -39,7 +39,7 @@ def resolve(storage: Storage) -> Resolution | None:
         return None
     resolution = Resolution(pending[-1], len(pending), table.version())
     parts = []
-    if storage.spec.merge.lookup_free_writes:
+    if storage.definition.merge.lookup_free_writes:
         entries = folded_fragments(storage, pending, storage.rows(version=resolution.version_before))
         parts.append(log_rows(storage, entries, resolution.through, Origin.MERGED))
     else:
@@ -53,7 +53,7 @@ def resolve(storage: Storage) -> Resolution | None:
 def compaction_changelog(storage: Storage, entries: DataFrame, through: int) -> list[DataFrame]:
     """The changelog a compaction produces (one transition per key), when the table's producer runs at
     compaction; nothing otherwise."""
-    if not storage.spec.merge.changelog_at_compaction:
+    if not storage.definition.merge.changelog_at_compaction:
         return []
-    transitions = collapsed_transitions(storage.spark, storage.spec, entries)
+    transitions = collapsed_transitions(storage.spark, storage.definition, entries)
     return [log_rows(storage, transitions, through, Origin.COMPACTED)]

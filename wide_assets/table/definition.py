@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING, Any
 from wide_assets.errors import InvalidOptionError, TableStateError
 from wide_assets.frames import arrow_schema
 from wide_assets.schema import Column
-from wide_assets.spec import BUCKET_COLUMN, TableSpec
 from wide_assets.table import arbiter
 from wide_assets.table.log import CHANGELOG_SUFFIX
+from wide_assets.table_definition import BUCKET_COLUMN, TableDefinition
 
 if TYPE_CHECKING:
     from wide_assets.table.storage import Storage
 
-SPEC_PROPERTY = "wide_assets.spec"
+SPEC_PROPERTY = "wide_assets.table_definition"
 URL_UNSAFE = " %#?"
 
 
@@ -29,7 +29,7 @@ def check_path(path: str) -> None:
         raise InvalidOptionError(f"A table path must not contain any of {unsafe}: {path!r}.")
 
 
-def stored_spec(path: str) -> TableSpec:
+def stored_definition(path: str) -> TableDefinition:
     """The definition persisted with the wide table at `path` (read through delta-rs)."""
     if not arbiter.exists(path):
         raise TableStateError(f"No Delta table at {path}.")
@@ -38,7 +38,7 @@ def stored_spec(path: str) -> TableSpec:
         raise TableStateError(
             f"The Delta table at {path} is not a wide table (no '{SPEC_PROPERTY}' property)."
         )
-    return TableSpec.from_json(configuration[SPEC_PROPERTY])
+    return TableDefinition.from_json(configuration[SPEC_PROPERTY])
 
 
 def create(storage: Storage) -> None:
@@ -50,7 +50,7 @@ def create(storage: Storage) -> None:
     # Every column is stored nullable: delta-rs's MERGE writes files whose columns are all nullable,
     # and Sail 0.7.2 refuses to read those into a NOT NULL table column. A write's validation
     # enforces the key and the NOT NULL columns instead.
-    declared = arrow_schema(storage.spark, storage.spec.columns)
+    declared = arrow_schema(storage.spark, storage.definition.columns)
     schema = pa.schema([field.with_nullable(True) for field in declared])
     if not arbiter.exists(storage.changelog_path):
         name = f"{Path(storage.path).name}{CHANGELOG_SUFFIX}"
@@ -62,12 +62,14 @@ def create(storage: Storage) -> None:
         )
     if not arbiter.exists(storage.path):
         partition_by = None
-        if storage.spec.bucketing is not None:
+        if storage.definition.bucketing is not None:
             schema = schema.append(pa.field(BUCKET_COLUMN, pa.int32(), nullable=False))
             partition_by = [BUCKET_COLUMN]
         # delta-rs adds the `variantType` feature to any table of writer version 7 it alters;
         # readers of deletion vectors (Spark 4, Sail, delta-rs) read that too.
-        configuration = {"delta.enableDeletionVectors": "true"} if storage.spec.deletion_vectors else None
+        configuration = (
+            {"delta.enableDeletionVectors": "true"} if storage.definition.deletion_vectors else None
+        )
         DeltaTable.create(
             storage.path,
             schema=schema,
@@ -78,15 +80,15 @@ def create(storage: Storage) -> None:
         )
     elif arbiter.open_table(storage.path).version() != 0:
         raise TableStateError(f"The Delta table at {storage.path} holds data but is not a wide table.")
-    record_spec(storage, storage.spec)
+    record_definition(storage, storage.definition)
 
 
-def record_spec(storage: Storage, spec: TableSpec) -> None:
+def record_definition(storage: Storage, spec: TableDefinition) -> None:
     """Persist `spec` as the table's definition (delta-rs only takes custom properties through ALTER)."""
     arbiter.open_table(storage.path).alter.set_table_properties(
         {SPEC_PROPERTY: spec.to_json()}, raise_if_not_exists=False
     )
-    storage.spec = spec
+    storage.definition = spec
 
 
 def add_columns(storage: Storage, added: list[Column]) -> None:

@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING
 from wide_assets.frames import arrow_schema
 from wide_assets.merge.context import comparable
 from wide_assets.schema import Column
-from wide_assets.spec import TableSpec
 from wide_assets.sql import quote
 from wide_assets.table import arbiter, table_writes
 from wide_assets.table.storage import Storage
+from wide_assets.table_definition import TableDefinition
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -83,11 +83,11 @@ class HistoryTable:
         self.key = tuple(c.name for c in key)
         self.tracked = tuple(c.name for c in tracked)
         validity = (Column.parse(START, validity_type), Column.parse(END, validity_type))
-        # Not `TableSpec.build`: the history is no wide table (nothing is merged into it) and its
+        # Not `TableDefinition.build`: the history is no wide table (nothing is merged into it) and its
         # validity columns keep AUTO CDC's reserved-looking names; the spec only tells the table's
         # commits (`table_writes`) its columns and that an interval is identified by key and start.
-        self.spec = TableSpec((*key, *tracked, *validity), (*self.key, START), {})
-        self._storage = Storage(spark, path, self.spec)
+        self.definition = TableDefinition((*key, *tracked, *validity), (*self.key, START), {})
+        self._storage = Storage(spark, path, self.definition)
 
     # ----------------------------------------------------------------------------- table
     def create(self) -> None:
@@ -97,7 +97,7 @@ class HistoryTable:
 
         if arbiter.exists(self.path):
             return
-        schema = pa.schema([f.with_nullable(True) for f in arrow_schema(self.spark, self.spec.columns)])
+        schema = pa.schema([f.with_nullable(True) for f in arrow_schema(self.spark, self.definition.columns)])
         try:
             DeltaTable.create(
                 self.path,
@@ -119,7 +119,7 @@ class HistoryTable:
         reader = self.spark.read.format("delta")
         if version is not None:
             reader = reader.option("versionAsOf", version)
-        return reader.load(self.path).select(*[quote(c) for c in self.spec.column_names])
+        return reader.load(self.path).select(*[quote(c) for c in self.definition.column_names])
 
     # ----------------------------------------------------------------------------- maintenance
     def maintain(self, events: EventSource) -> HistoryResult:
@@ -159,7 +159,7 @@ class HistoryTable:
         several events at one op time, the state after the last counts. An interval starts at each
         time the state differs from the one before, while the row exists, and ends at the next."""
         keys = ", ".join(quote(k) for k in self.key)
-        types = {c.name: c.type for c in self.spec.columns}
+        types = {c.name: c.type for c in self.definition.columns}
         segment = f"PARTITION BY {keys}, _segment ORDER BY {EVENT_ORDER} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
         values = ", ".join(
             f"'v{i}', last(CASE WHEN _sets{i} THEN named_struct('v', _v{i}) END, true) OVER ({segment}).v"
@@ -201,14 +201,14 @@ class HistoryTable:
     def _images(self, stored: DataFrame, recomputed: DataFrame) -> DataFrame:
         """The final images (`table_writes`) turning `stored` intervals into `recomputed` ones: a new or
         changed interval as an insert, a stored one no longer there as a delete."""
-        on = " AND ".join(f"s.{quote(k)} <=> r.{quote(k)}" for k in self.spec.primary_key)
+        on = " AND ".join(f"s.{quote(k)} <=> r.{quote(k)}" for k in self.definition.primary_key)
         same = " AND ".join(
             f"{comparable(f's.{quote(c.name)}', c.type)} <=> {comparable(f'r.{quote(c.name)}', c.type)}"
-            for c in self.spec.columns
+            for c in self.definition.columns
         )
         columns = ", ".join(
             f"CASE WHEN r._new THEN r.{quote(c)} ELSE s.{quote(c)} END AS {quote(c)}"
-            for c in self.spec.column_names
+            for c in self.definition.column_names
         )
         return self.spark.sql(
             f"SELECT CASE WHEN r._new THEN '+I' ELSE '-D' END AS _row_kind, {columns} "

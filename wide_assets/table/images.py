@@ -16,7 +16,7 @@ from wide_assets.table.storage import Storage
 def commit_images(storage: Storage, commits: list[int], stored: DataFrame | None = None) -> DataFrame:
     """The final image per key of `commits` (a contiguous range) over the `stored` rows they follow
     (default: the Delta table). Merged entries hold absolute images; only fragments need `stored`."""
-    spec = storage.spec
+    spec = storage.definition
     # A Paimon engine's merge gives one transition per key (+I, -D or -U/+U), so the images of one
     # merge are its entries without the before-images: a filter, where ranking them again costs two
     # windows and a join (in every one of a MERGE's source reads).
@@ -39,7 +39,7 @@ def commit_images(storage: Storage, commits: list[int], stored: DataFrame | None
 def folded_fragments(storage: Storage, commits: list[int], stored: DataFrame) -> DataFrame:
     """The changelog entries of folding the records of `commits` into `stored`, as one merge whose
     arrival order is commit then offset (the fold is sequential, so this equals commit by commit)."""
-    spark, spec = storage.spark, storage.spec
+    spark, spec = storage.spark, storage.definition
     names = columns(spec.column_names)
     fragments = log_entries(storage, commits, Origin.FRAGMENT)
     retractions = spark.sql(

@@ -39,7 +39,7 @@ def log_rows(storage: Storage, entries: DataFrame, commit: int, origin: Origin) 
     """`entries` (row kind, the table's columns, offset) as rows of the log for `commit`. Merged entries
     keep their before-images only where a changelog is read from them: the table needs only the
     after-images."""
-    spec = storage.spec
+    spec = storage.definition
     if origin == Origin.MERGED and not changelog_read_from_merge(spec.merge):
         entries = without_before_images(entries)
     return storage.spark.sql(
@@ -54,7 +54,7 @@ def append_log(
 ) -> None:
     """One log commit right after the snapshot `log`: the entries plus their marker row (`origin` is a
     marker's). Raises `Conflict` when another commit took that version first."""
-    nulls = ", ".join(f"CAST(NULL AS {c.type}) AS {quote(c.name)}" for c in storage.spec.columns)
+    nulls = ", ".join(f"CAST(NULL AS {c.type}) AS {quote(c.name)}" for c in storage.definition.columns)
     marker = storage.spark.sql(
         f"SELECT CAST({commit} AS BIGINT) AS _commit, CAST(-1 AS BIGINT) AS _offset, "
         f"CAST(NULL AS STRING) AS _row_kind, {string_literal(origin)} AS _origin, {nulls}, "

@@ -8,7 +8,6 @@ from typing import Any
 
 from wide_assets.errors import InvalidOptionError, TableStateError, first_line
 from wide_assets.schema import Column
-from wide_assets.spec import TableSpec
 from wide_assets.table import arbiter, delta_log
 from wide_assets.table.deletion_vectors import DV_PREFIX, read_vector
 from wide_assets.table.files import DataFile
@@ -17,6 +16,7 @@ from wide_assets.table.objects import TableFiles
 from wide_assets.table.staging import STAGING_DIR
 from wide_assets.table.storage import Storage
 from wide_assets.table.table_writes import replace_all
+from wide_assets.table_definition import TableDefinition
 
 
 def optimize(storage: Storage, z_order: Sequence[str] | None = None) -> dict[str, Any]:
@@ -152,15 +152,17 @@ def rebuild(storage: Storage) -> int:
 
 
 def with_columns(
-    spec: TableSpec, requested: Sequence[Column], options: dict[str, Any] | None
-) -> tuple[TableSpec, list[Column]]:
+    spec: TableDefinition, requested: Sequence[Column], options: dict[str, Any] | None
+) -> tuple[TableDefinition, list[Column]]:
     """The definition with `requested` columns and `options` added, and the columns not there yet.
     Added columns must be nullable and the dialect and engine stay as they are."""
     added = [c for c in requested if c not in spec.columns]
     not_nullable = [c.name for c in added if not c.nullable]
     if not_nullable:
         raise InvalidOptionError(f"Columns added to an existing table must be nullable: {not_nullable}.")
-    extended = TableSpec.build([*spec.columns, *added], spec.primary_key, {**spec.options, **(options or {})})
+    extended = TableDefinition.build(
+        [*spec.columns, *added], spec.primary_key, {**spec.options, **(options or {})}
+    )
     if extended.merge.dialect != spec.merge.dialect or extended.merge.engine != spec.merge.engine:
         raise InvalidOptionError("Adding columns cannot change the table's dialect or merge engine.")
     return extended, added

@@ -114,7 +114,7 @@ def write(
     def prepared() -> PreparedBatch:
         # Validated once, and only when not skipped: the records do not change between attempts.
         if not batches:
-            batches.append(prepare_batch(storage.spark, storage.spec, changes, target_columns))
+            batches.append(prepare_batch(storage.spark, storage.definition, changes, target_columns))
         return batches[0]
 
     write_id = uuid.uuid4().hex
@@ -136,7 +136,7 @@ def write(
     info, recovered = outcome
     try:
         # Past the commit point nothing may raise: a caller's retry would apply the write twice.
-        if not storage.spec.merge.write_only:
+        if not storage.definition.merge.write_only:
             finish(storage, info.commit)
         counted = result(storage, info, commit_counts(storage, info.commit), recovered=recovered)
         return replace(counted, version=storage.version, conflicts=conflicts)
@@ -151,7 +151,7 @@ def attempt(
     """Steps (1)-(4) of one attempt: the commit it logged and whether catching up applied anything, or
     the result of the earlier commit of its transaction id (skipped). Raises `Conflict` when another
     commit landed first."""
-    spark, spec = storage.spark, storage.spec
+    spark, spec = storage.spark, storage.definition
     merge = spec.merge
     log = storage.log.snapshot()
     markers = log.markers
@@ -295,7 +295,7 @@ def finish(storage: Storage, commit: int) -> None:
 def commit_counts(storage: Storage, commit: int) -> dict[str, int]:
     """Keys inserted, updated, unchanged and deleted by `commit`, and its changelog rows, counted from
     its merged entries in the log (a lookup-free commit has none until its compaction: zeros)."""
-    spec = storage.spec
+    spec = storage.definition
     if spec.merge.lookup_free_writes:
         return dict.fromkeys(("inserted", "updated", "unchanged", "deleted", "changelog_rows"), 0)
     entries = log_entries(storage, [commit], Origin.MERGED)
@@ -312,7 +312,7 @@ def result(
     recovered: bool = False,
 ) -> WriteResult:
     """The WriteResult of the commit `info` with its `counts` (see `commit_counts`)."""
-    merge = storage.spec.merge
+    merge = storage.definition.merge
     why = engine_for(merge).key_only_delete_ignored(merge) if info.key_only_deletes else None
     note = None
     if why is not None:

@@ -9,13 +9,13 @@ from pyspark.sql import DataFrame
 
 from wide_assets.changelog import apply_images, without_ignored_updates
 from wide_assets.errors import InvalidInputError, InvalidOptionError
-from wide_assets.spec import BUCKET_COLUMN
 from wide_assets.sql import columns, key_join, quote, string_literal, value_literal
 from wide_assets.table import arbiter
 from wide_assets.table.images import commit_images
 from wide_assets.table.log import Origin
 from wide_assets.table.log_frames import log_frame
 from wide_assets.table.storage import Storage
+from wide_assets.table_definition import BUCKET_COLUMN
 
 if TYPE_CHECKING:
     from wide_assets.export import Encoding
@@ -48,13 +48,13 @@ class Reader:
         if not pending:
             return base
         storage = self.storage
-        return apply_images(storage.spark, storage.spec, base, commit_images(storage, pending, base))
+        return apply_images(storage.spark, storage.definition, base, commit_images(storage, pending, base))
 
     def changelog(self, start_commit: int | None = None, end_commit: int | None = None) -> DataFrame:
         """`_row_kind`, the table's columns, `_commit`, `_offset` of the commits in [start, end], from
         the log as it is now (commits logged after this call do not appear however late it is read)."""
         storage = self.storage
-        merge = storage.spec.merge
+        merge = storage.definition.merge
         if not merge.produces_changelog:
             raise InvalidOptionError(
                 f"Table {storage.path} has changelog-producer 'none'; create it with 'changelog-producer' = "
@@ -71,12 +71,12 @@ class Reader:
         if end_commit is not None:
             conditions.append(f"_commit <= {int(end_commit)}")
         entries = storage.spark.sql(
-            f"SELECT _row_kind, {columns(storage.spec.column_names)}, _commit, _offset FROM {{log}} "
+            f"SELECT _row_kind, {columns(storage.definition.column_names)}, _commit, _offset FROM {{log}} "
             f"WHERE {' AND '.join(conditions)}",
             log=log_frame(storage),
         )
         if merge.row_deduplicate and merge.row_deduplicate_ignore_fields and origin == Origin.MERGED:
-            entries = without_ignored_updates(storage.spark, storage.spec, entries)
+            entries = without_ignored_updates(storage.spark, storage.definition, entries)
         return entries
 
     def export(
@@ -86,7 +86,9 @@ class Reader:
         from wide_assets.export import ENCODINGS
 
         storage = self.storage
-        return ENCODINGS[encoding](storage.spark, storage.spec, self.changelog(start_commit, end_commit))
+        return ENCODINGS[encoding](
+            storage.spark, storage.definition, self.changelog(start_commit, end_commit)
+        )
 
     def diff(self, from_version: int, to_version: int | None = None) -> DataFrame:
         """The changelog (+I, -U/+U, -D; changed rows only) from one Delta version to another (default now)."""
@@ -94,18 +96,18 @@ class Reader:
 
         return snapshot_diff(
             self.storage.spark,
-            self.storage.spec,
+            self.storage.definition,
             self.read(version=from_version),
             self.read(version=to_version),
         )
 
     def lookup(self, keys: DataFrame) -> DataFrame:
         """The rows of the given primary keys (a DataFrame of the key columns); absent keys give no row."""
-        return self._rows_matching(keys, self.storage.spec.primary_key)
+        return self._rows_matching(keys, self.storage.definition.primary_key)
 
     def prefix_lookup(self, prefixes: DataFrame) -> DataFrame:
         """The rows whose leading key columns equal one of `prefixes` (a prefix of the primary key)."""
-        key = self.storage.spec.primary_key
+        key = self.storage.definition.primary_key
         given = tuple(prefixes.columns)
         if not given or given != key[: len(given)]:
             raise InvalidInputError(
@@ -119,7 +121,7 @@ class Reader:
             raise InvalidInputError(
                 f"Lookup keys must have exactly the columns {list(key)}, got {keys.columns}."
             )
-        bucketing = storage.spec.bucketing
+        bucketing = storage.definition.bucketing
         if bucketing is not None and set(bucketing.key) <= set(key):
             # Partition pruning: only the buckets the keys hash to are read.
             rows = self.read(where=f"{BUCKET_COLUMN} IN ({storage.buckets_of(keys)})")

@@ -30,7 +30,7 @@ def catch_up(storage: Storage, markers: Markers) -> tuple[Any, bool]:
     and whether anything was applied. Raises `Conflict` if the table moved on meanwhile."""
     table = arbiter.open_table(storage.path)
     applied = arbiter.applied_through(table)
-    if storage.spec.merge.write_only:
+    if storage.definition.merge.write_only:
         resolution = markers.resolutions[-1] if markers.resolutions else None
         if resolution is None or resolution.through <= applied:
             return table, False
@@ -51,18 +51,18 @@ def catch_up(storage: Storage, markers: Markers) -> tuple[Any, bool]:
 def resolution_images(storage: Storage, resolution: Resolution) -> DataFrame:
     """The final image per key that `resolution` makes the table hold: lookup-free fragments were
     resolved into logged images; otherwise its commits' merged entries are the images."""
-    if storage.spec.merge.lookup_free_writes:
+    if storage.definition.merge.lookup_free_writes:
         # One merge of Paimon-engine fragments: one transition per key (see `commit_images`).
         return without_before_images(log_entries(storage, [resolution.through], Origin.MERGED))
     commits = list(range(resolution.through - resolution.commits + 1, resolution.through + 1))
     entries = log_entries(storage, commits, Origin.MERGED)
-    return final_images(storage.spark, storage.spec, entries, across_commits=True)
+    return final_images(storage.spark, storage.definition, entries, across_commits=True)
 
 
 def recover(storage: Storage) -> bool:
     """Finish what a crash cut short: a commit the table does not hold, or a compaction whose images
     or marker are missing. True if anything was finished."""
-    if storage.spec.merge.write_only:
+    if storage.definition.merge.write_only:
         resolution = storage.log.markers().unfinished_resolution
         if resolution is not None:
             finish_compaction(storage, resolution)

@@ -7,9 +7,9 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 
 from wide_assets.errors import TableStateError
-from wide_assets.spec import BUCKET_COLUMN, TableSpec
 from wide_assets.sql import RowKind, kind_in, quote
 from wide_assets.table.log import CommitLog
+from wide_assets.table_definition import BUCKET_COLUMN, TableDefinition
 
 IS_DELETE_IMAGE = kind_in("_row_kind", [RowKind.DELETE])
 
@@ -17,10 +17,10 @@ IS_DELETE_IMAGE = kind_in("_row_kind", [RowKind.DELETE])
 class Storage:
     """The wide table at `path` and its commit log, as Delta tables read and written through `spark`."""
 
-    def __init__(self, spark: SparkSession | None, path: str, spec: TableSpec) -> None:
+    def __init__(self, spark: SparkSession | None, path: str, spec: TableDefinition) -> None:
         self._spark = spark
         self.path = path
-        self.spec = spec
+        self.definition = spec
         self.log = CommitLog(path)
 
     @property
@@ -51,22 +51,24 @@ class Storage:
             reader = reader.option("versionAsOf", version)
         if timestamp is not None:
             reader = reader.option("timestampAsOf", timestamp)
-        return reader.load(self.path).where(where).select(*[quote(c) for c in self.spec.column_names])
+        return reader.load(self.path).where(where).select(*[quote(c) for c in self.definition.column_names])
 
     def buckets_of(self, keys: DataFrame) -> str:
         """The buckets `keys` (a frame with the bucket key columns) hash to, as a SQL list."""
-        assert self.spec.bucketing is not None
+        assert self.definition.bucketing is not None
         hit = self.spark.sql(
-            f"SELECT DISTINCT {self.spec.bucketing.expression()} AS b FROM {{keys}}", keys=keys
+            f"SELECT DISTINCT {self.definition.bucketing.expression()} AS b FROM {{keys}}", keys=keys
         ).collect()
         return ", ".join(str(r.b) for r in hit) or "NULL"
 
     def with_bucket(self, rows: DataFrame) -> DataFrame:
         """`rows` with the bucket column when the table has buckets."""
-        if self.spec.bucketing is None:
+        if self.definition.bucketing is None:
             return rows
-        return rows.selectExpr("*", f"{self.spec.bucketing.expression()} AS {BUCKET_COLUMN}")
+        return rows.selectExpr("*", f"{self.definition.bucketing.expression()} AS {BUCKET_COLUMN}")
 
     def image_rows(self, images: DataFrame) -> DataFrame:
         """The rows final images leave in the table (deletes dropped), as the table's columns."""
-        return images.where(f"NOT {IS_DELETE_IMAGE}").select(*[quote(c) for c in self.spec.column_names])
+        return images.where(f"NOT {IS_DELETE_IMAGE}").select(
+            *[quote(c) for c in self.definition.column_names]
+        )

@@ -20,13 +20,13 @@ from pyroaring import BitMap
 from pyspark.sql import DataFrame
 
 from wide_assets import faults
-from wide_assets.spec import BUCKET_COLUMN, TableSpec
 from wide_assets.sql import quote
 from wide_assets.table import delta_log
 from wide_assets.table.deletion_vectors import VectorFile, read_vector
 from wide_assets.table.files import DataFile, write_files
 from wide_assets.table.objects import TableFiles
 from wide_assets.table.storage import IS_DELETE_IMAGE
+from wide_assets.table_definition import BUCKET_COLUMN, TableDefinition
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -54,7 +54,7 @@ def apply_images(storage: Storage, images: DataFrame, table: Any, through: int) 
     """Apply final images (`_row_kind` '-D' = delete) as the table commit right after the snapshot
     `table`, making the table hold the log's commits up to `through`; returns how many images there
     were. Raises `Conflict` when another commit landed first."""
-    spec = storage.spec
+    spec = storage.definition
     files = TableFiles(storage.path)
     version = int(table.version())
     frame = storage.with_bucket(images.select("_row_kind", *[quote(c) for c in spec.column_names]))
@@ -85,7 +85,7 @@ def replace_all(storage: Storage, rows: DataFrame, table: Any, through: int) -> 
     files = TableFiles(storage.path)
     version = int(table.version())
     live = delta_log.live_files(files, version)
-    written = write_files(storage.with_bucket(rows), files, partition_columns(storage.spec))
+    written = write_files(storage.with_bucket(rows), files, partition_columns(storage.definition))
     now = int(time.time() * 1000)
     actions = [
         delta_log.txn_action(through),
@@ -96,17 +96,17 @@ def replace_all(storage: Storage, rows: DataFrame, table: Any, through: int) -> 
     delta_log.checkpoint_if_due(storage.path, version + 1)
 
 
-def key_columns(spec: TableSpec) -> list[str]:
+def key_columns(spec: TableDefinition) -> list[str]:
     """The primary key, and the bucket column that prunes the files to read."""
     return [*spec.primary_key, *partition_columns(spec)]
 
 
-def partition_columns(spec: TableSpec) -> list[str]:
+def partition_columns(spec: TableDefinition) -> list[str]:
     return [BUCKET_COLUMN] if spec.bucketing is not None else []
 
 
 def replaced_rows(
-    files: TableFiles, live: Sequence[DataFile], touched: pa.Table, spec: TableSpec
+    files: TableFiles, live: Sequence[DataFile], touched: pa.Table, spec: TableDefinition
 ) -> list[Replaced]:
     """Per live file, the positions of its live rows whose key is among `touched` (read from the key
     columns of the files in the touched buckets only, in parallel)."""
@@ -172,7 +172,7 @@ def rewrite_without(
 ) -> list[dict[str, Any]]:
     """Copy-on-write: the files holding replaced rows, rewritten by the engine without the rows whose
     key is among `keys` (such a table has no deletion vectors: every stored row is live)."""
-    spec = storage.spec
+    spec = storage.definition
     schema = ", ".join(f"{quote(c.name)} {c.type}" for c in spec.columns)
     paths = [files.uri(r.file.path) for r in replaced]
     stored = storage.spark.read.schema(schema).parquet(*paths).select(*[quote(c) for c in spec.column_names])

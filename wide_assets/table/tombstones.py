@@ -20,11 +20,11 @@ from wide_assets.batch import PreparedBatch
 from wide_assets.merge.plan import kind_filter
 from wide_assets.options.common import MergeOptions
 from wide_assets.options.tombstones import tombstone_time_columns
-from wide_assets.spec import TableSpec
 from wide_assets.sql import RowKind, kind_in, quote
 from wide_assets.table.log import CommitInfo, Origin
 from wide_assets.table.log_frames import log_frame
 from wide_assets.table.storage import Storage
+from wide_assets.table_definition import TableDefinition
 
 
 def delete_time_columns(merge: MergeOptions) -> tuple[str, ...]:
@@ -42,7 +42,7 @@ def _time(columns: tuple[str, ...], prefix: str = "") -> str:
 def tombstone_rows(spark: SparkSession, batch: PreparedBatch) -> DataFrame:
     """The tombstones `batch` makes: its `-D` records that reach the merge with a time, as log entries
     holding their key and delete-time columns."""
-    spec = batch.context.spec
+    spec = batch.context.definition
     kept = {*spec.primary_key, *delete_time_columns(spec.merge)}
     columns = ", ".join(
         quote(c) if c in kept else f"CAST(NULL AS {spec.column(c).type}) AS {quote(c)}"
@@ -67,7 +67,7 @@ def without_tombstoned(
     storage: Storage, batch: PreparedBatch, info: CommitInfo, commits: list[CommitInfo]
 ) -> PreparedBatch:
     """`batch` without its inserts and updates not newer than their key's latest live tombstone."""
-    spec: TableSpec = storage.spec
+    spec: TableDefinition = storage.definition
     retention = spec.merge.tombstone_retention_s
     assert retention is not None, "only tables with tombstones drop records"
     spark = storage.spark

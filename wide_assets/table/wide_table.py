@@ -22,7 +22,6 @@ from wide_assets.errors import InvalidOptionError, TableStateError
 from wide_assets.frames import spark_frame
 from wide_assets.locking import exclusive
 from wide_assets.schema import Column
-from wide_assets.spec import TableSpec
 from wide_assets.table import arbiter, compaction, definition, maintenance, protocol
 from wide_assets.table.health import TableHealth, table_health
 from wide_assets.table.log import CommitInfo, CompactionInfo, Txn
@@ -32,6 +31,7 @@ from wide_assets.table.reads import Reader
 from wide_assets.table.recovery import recover
 from wide_assets.table.staging import staging_area
 from wide_assets.table.storage import Storage
+from wide_assets.table_definition import TableDefinition
 
 if TYPE_CHECKING:
     from wide_assets.export import Encoding
@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 class WideTable:
     """A wide table at `path`: create or open it, then write changes, read rows and its changelog."""
 
-    def __init__(self, spark: SparkSession | None, path: str, spec: TableSpec) -> None:
+    def __init__(self, spark: SparkSession | None, path: str, spec: TableDefinition) -> None:
         self.path = str(path)
         definition.check_path(self.path)
         self.spark = spark
@@ -51,8 +51,8 @@ class WideTable:
         self._reader = Reader(self._storage)
 
     @property
-    def spec(self) -> TableSpec:
-        return self._storage.spec
+    def definition(self) -> TableDefinition:
+        return self._storage.definition
 
     @property
     def changelog_path(self) -> str:
@@ -71,10 +71,10 @@ class WideTable:
         """Create the table (idempotent when the same definition exists); invalid options fail here.
         Options that only tune Paimon's or Fluss's own storage are kept and listed in
         `spec.ignored_options` (logged once, when the table is created)."""
-        spec = TableSpec.build(columns, primary_key, options)
+        spec = TableDefinition.build(columns, primary_key, options)
         table = cls(spark, str(path), spec)
         try:
-            existing = definition.stored_spec(table.path)
+            existing = definition.stored_definition(table.path)
         except TableStateError:
             definition.create(table._storage)
             if spec.ignored_options:
@@ -101,7 +101,7 @@ class WideTable:
     def open(cls, spark: SparkSession | None, path: str | os.PathLike[str]) -> WideTable:
         """Open an existing table; its definition is read from the Delta metadata. Without a session
         (`spark=None`) only the metadata methods work: commits, compactions, pending_commits, version."""
-        table = cls(spark, str(path), definition.stored_spec(str(path)))
+        table = cls(spark, str(path), definition.stored_definition(str(path)))
         if not arbiter.exists(table.changelog_path):
             raise TableStateError(f"The changelog of {table.path} is missing at {table.changelog_path}.")
         return table
@@ -187,7 +187,7 @@ class WideTable:
         """Merge `changes` (a Spark DataFrame, a pandas DataFrame or a pyarrow Table) into the table and
         its changelog as one commit; see `wide_assets.table.protocol`."""
         with staging_area(self.path) as stage, self._locked():
-            frame = spark_frame(self._storage.spark, changes, self.spec.columns, "changes", stage)
+            frame = spark_frame(self._storage.spark, changes, self.definition.columns, "changes", stage)
             return protocol.write(self._storage, frame, target_columns, Txn(*txn) if txn else None)
 
     def recover(self) -> bool:
@@ -208,12 +208,12 @@ class WideTable:
         """Add nullable columns (a new source) and options (e.g. its sequence group), keeping every row,
         the changelog and time travel. Idempotent: a call cut short by a crash can simply be repeated."""
         requested = [c if isinstance(c, Column) else Column.parse(c[0], c[1]) for c in columns]
-        spec, added = maintenance.with_columns(self.spec, requested, options)
+        spec, added = maintenance.with_columns(self.definition, requested, options)
         with self._locked():
             recover(self._storage)
             if added:
                 definition.add_columns(self._storage, added)
-            definition.record_spec(self._storage, spec)
+            definition.record_definition(self._storage, spec)
         return self
 
     def verify(self) -> None:
@@ -237,7 +237,7 @@ class WideTable:
             return maintenance.vacuum(self._storage, retention_hours, dry_run)
 
     def _frame(self, rows: Rows, what: str) -> DataFrame:
-        return spark_frame(self._storage.spark, rows, self.spec.columns, what)
+        return spark_frame(self._storage.spark, rows, self.definition.columns, what)
 
     def _locked(self) -> contextlib.AbstractContextManager[None]:
         """One writer at a time on this machine's disk (fewer conflicts to retry; not the guarantee)."""

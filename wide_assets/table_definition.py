@@ -35,7 +35,7 @@ BUCKET_COLUMN = "_bucket"
 
 
 @dataclass(frozen=True)
-class TableSpec(Schema):
+class TableDefinition(Schema):
     """Columns, primary key and options of a wide table; `merge` holds the parsed semantics."""
 
     options: Mapping[str, str] = field(default_factory=dict)
@@ -46,7 +46,7 @@ class TableSpec(Schema):
         columns: Iterable[tuple[str, str] | Sequence[str] | Column],
         primary_key: Iterable[str],
         options: Mapping[str, object] | None = None,
-    ) -> TableSpec:
+    ) -> TableDefinition:
         parsed = tuple(c if isinstance(c, Column) else Column.parse(c[0], c[1]) for c in columns)
         opts = {str(k): option_text(v) for k, v in (options or {}).items()}
         spec = cls(parsed, tuple(primary_key), opts)
@@ -100,7 +100,7 @@ class TableSpec(Schema):
         )
 
     @classmethod
-    def from_json(cls, text: str) -> TableSpec:
+    def from_json(cls, text: str) -> TableDefinition:
         data = json.loads(text)
         return cls.build(data["columns"], data["primary_key"], data["options"])
 
@@ -114,7 +114,7 @@ class Bucketing:
     key: tuple[str, ...]
 
     @classmethod
-    def parse(cls, spec: TableSpec) -> Bucketing | None:
+    def parse(cls, spec: TableDefinition) -> Bucketing | None:
         option = "bucket.num" if "bucket.num" in spec.options else "bucket"
         text = spec.options.get(option)
         if text is None:
@@ -146,7 +146,7 @@ class Bucketing:
         return f"CAST(pmod(xxhash64({column_list(self.key)}), {self.count}) AS INT)"
 
 
-def _bucket_key_error(spec: TableSpec, key_option: str, key: tuple[str, ...]) -> str:
+def _bucket_key_error(spec: TableDefinition, key_option: str, key: tuple[str, ...]) -> str:
     """Why a bucket key outside the primary key is refused, in Paimon's (`bucket-key`, split on `,`
     untrimmed) or Fluss's (`bucket.key`, trimmed) words: first any name that is not a column."""
     if key_option == "bucket.key":

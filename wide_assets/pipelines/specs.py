@@ -17,7 +17,7 @@ from wide_assets.errors import did_you_mean
 from wide_assets.spark_types import type_problem
 
 if TYPE_CHECKING:
-    from wide_assets.spec import TableSpec
+    from wide_assets.table_definition import TableDefinition
 
 __all__ = [
     "DELETES",
@@ -318,12 +318,12 @@ class LakeTableSpec:
     def value_columns(self) -> tuple[str, ...]:
         return tuple(c for c in self.column_names if c not in self.primary_key)
 
-    def table_spec(self) -> TableSpec:
+    def definition(self) -> TableDefinition:
         """The table's columns, key and options parsed as `WideTable.create` parses them (a misspelled
         or unsupported option raises `InvalidOptionError` here)."""
-        from wide_assets.spec import TableSpec
+        from wide_assets.table_definition import TableDefinition
 
-        return TableSpec.build(self.columns, self.primary_key, self.options)
+        return TableDefinition.build(self.columns, self.primary_key, self.options)
 
 
 @dataclass(frozen=True)
