@@ -24,6 +24,7 @@ from wide_assets.component.declaration import (
     CompactionDeclaration,
     HistoryDeclaration,
     SourceDeclaration,
+    SourceDefaults,
     TableDeclaration,
     unknown_fields,
     wide_table_spec,
@@ -116,8 +117,18 @@ class WideTableComponent(dg.Component, dg.Resolvable, dg.Model):
     table: Annotated[TableDeclaration, Field(description="The wide table.")]
     sources: Annotated[
         list[SourceDeclaration],
-        Field(description="Its sources, applied in this order on every run."),
+        Field(
+            description="Its sources; a run merges their records in op-time order, whatever order they are "
+            "listed in."
+        ),
     ]
+    source_defaults: Annotated[
+        SourceDefaults | None,
+        Field(
+            description="`format`, `op_time`, `deletes` or `max_bad_records` for every source that does "
+            "not set its own."
+        ),
+    ] = None
     history: Annotated[
         HistoryDeclaration | None,
         Field(
@@ -192,7 +203,7 @@ class WideTableComponent(dg.Component, dg.Resolvable, dg.Model):
     @cached_property
     def spec(self) -> WideTableSpec:
         """The declaration as a `WideTableSpec` (raises `DeclarationProblem` naming what is wrong)."""
-        return wide_table_spec(self.table, self.sources, self.history)
+        return wide_table_spec(self.table, self.sources, self.history, self.source_defaults)
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         spec = self.spec

@@ -31,6 +31,7 @@ __all__ = [
     "HistoryDeclaration",
     "SnapshotDeclaration",
     "SourceDeclaration",
+    "SourceDefaults",
     "SourceHealthDeclaration",
     "TableDeclaration",
     "unknown_fields",
@@ -57,7 +58,7 @@ def unknown_fields(value: Any, key_path: tuple[str | int, ...]) -> Iterator[Decl
     """Every field a part of the declaration at `key_path` does not have, naming the closest it has."""
     if isinstance(value, Declaration):
         fields = type(value).model_fields
-        kind = type(value).__name__.removesuffix("Declaration").lower()
+        kind = re.sub(r"(?<=.)(?=[A-Z])", " ", type(value).__name__.removesuffix("Declaration")).lower()
         for name in value.model_extra or {}:
             problem = f"{kind} has no field {name!r}{did_you_mean(str(name), fields)}"
             yield DeclarationProblem(problem, (*key_path, name))
@@ -123,11 +124,9 @@ class SnapshotDeclaration(Declaration):
         return SnapshotSpec(time_pattern=self.time_pattern, time_format=self.time_format, empty=self.empty)
 
 
-class SourceDeclaration(Declaration):
-    """A source of change records and the wide-table columns it feeds."""
+class SourceFields(Declaration):
+    """The source fields `source_defaults` can set for every source (a source's own value wins)."""
 
-    name: Annotated[str, Field(description="Source name; its ingest asset is `<group>/<name>`.")]
-    description: Annotated[str, Field(description="One line: what its records are.")]
     format: Annotated[
         Literal["csv", "parquet", "debezium", "flink-json", "delta"],
         Field(
@@ -136,6 +135,40 @@ class SourceDeclaration(Declaration):
             "append-only Delta table of such rows."
         ),
     ] = "csv"
+    op_time: Annotated[
+        str | None,
+        Field(
+            description="The column holding each change's operation time: it orders the records. A "
+            "`debezium` source's op time is its envelope's `ts_ms` (epoch milliseconds, as UTC), which "
+            "fills this column whatever the row image holds."
+        ),
+    ] = None
+    deletes: Annotated[
+        Literal["remove-row", "clear-columns", "ignore"],
+        Field(
+            description="What a `-D` of this source means: the whole wide row goes, only the columns it "
+            "feeds become NULL, or nothing. The convergence check expects exactly this."
+        ),
+    ] = "remove-row"
+    max_bad_records: Annotated[
+        int | None,
+        Field(
+            description="Quarantine up to this many malformed records per run (fail above it); "
+            "null: any malformed record fails the run.",
+        ),
+    ] = None
+
+
+class SourceDefaults(SourceFields):
+    """Values of `format`, `op_time`, `deletes` and `max_bad_records` for every source that does not
+    set its own (as sling's replication `defaults` are for its streams)."""
+
+
+class SourceDeclaration(SourceFields):
+    """A source of change records and the wide-table columns it feeds."""
+
+    name: Annotated[str, Field(description="Source name; its ingest asset is `<group>/<name>`.")]
+    description: Annotated[str, Field(description="One line: what its records are.")]
     files: Annotated[
         list[str],
         Field(
@@ -168,21 +201,6 @@ class SourceDeclaration(Declaration):
             examples=[{"points": "points", "updated": "points_updated"}],
         ),
     ]
-    op_time: Annotated[
-        str | None,
-        Field(
-            description="The column holding each change's operation time: it orders the records. A "
-            "`debezium` source's op time is its envelope's `ts_ms` (epoch milliseconds, as UTC), which "
-            "fills this column whatever the row image holds."
-        ),
-    ] = None
-    deletes: Annotated[
-        Literal["remove-row", "clear-columns", "ignore"],
-        Field(
-            description="What a `-D` of this source means: the whole wide row goes, only the columns it "
-            "feeds become NULL, or nothing. The convergence check expects exactly this."
-        ),
-    ] = "remove-row"
     aggregates: Annotated[
         dict[str, str],
         Field(
@@ -223,13 +241,13 @@ class SourceDeclaration(Declaration):
             "each snapshot's time fills): diffed into inserts, updates and deletes."
         ),
     ] = None
-    max_bad_records: Annotated[
-        int | None,
-        Field(
-            description="Quarantine up to this many malformed records per run (fail above it); "
-            "null: any malformed record fails the run.",
-        ),
-    ] = None
+
+    def with_defaults(self, defaults: SourceDefaults | None) -> SourceDeclaration:
+        """This source with each field it does not set taken from `defaults`, where they set it."""
+        if defaults is None:
+            return self
+        taken = {name: getattr(defaults, name) for name in defaults.model_fields_set - self.model_fields_set}
+        return self.model_copy(update=taken)
 
     def spec(self, table_key: list[str]) -> SourceSpec:
         if self.format == "delta":
@@ -411,7 +429,10 @@ def _source_at(error: ValueError, sources: list[SourceDeclaration]) -> tuple[str
 
 
 def wide_table_spec(
-    table: TableDeclaration, sources: list[SourceDeclaration], history: HistoryDeclaration | None = None
+    table: TableDeclaration,
+    sources: list[SourceDeclaration],
+    history: HistoryDeclaration | None = None,
+    source_defaults: SourceDefaults | None = None,
 ) -> WideTableSpec:
     """The declaration as a `WideTableSpec`, validated: raises `DeclarationProblem` naming what is wrong
     and the field at fault."""
@@ -427,7 +448,7 @@ def wide_table_spec(
     declared = []
     for index, source in enumerate(sources):
         try:
-            declared.append(source.spec(list(primary_key)))
+            declared.append(source.with_defaults(source_defaults).spec(list(primary_key)))
         except ValueError as error:
             raise DeclarationProblem(str(error), ("sources", index)) from error
     try:

@@ -48,7 +48,10 @@ attributes:
       # A profile delete removes the whole customer row.
       partial-update.remove-record-on-sequence-group: profile_ts
 
-  # Applied in this order on every run; files are globs under the landing zone ({LANDING}/).
+  # A run merges the sources' records by op time, whatever their order here; files are globs under
+  # the landing zone ({LANDING}/). `source_defaults` sets format, op_time, deletes or
+  # max_bad_records for every source that does not set its own, e.g.
+  # source_defaults: {{format: debezium, op_time: changed_at}}
   sources:
     - name: profiles
       description: Customer profile changes; a delete removes the customer.

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from wide_assets.errors import ConcurrentWriteError, InvalidInputError, TableStateError
+from wide_assets.pipelines.aggregated import aggregated_changes
 from wide_assets.pipelines.markdown import markdown_table
 from wide_assets.pipelines.run_order import Unit, commit_segments
 from wide_assets.pipelines.specs import LakeTableSpec, SourceSpec, WideTableSpec, op_time_family
@@ -181,7 +182,7 @@ def apply_sources(
             pending = latest[source.name] = pending_records(spark, table, source.name, path)
             first.setdefault(source.name, pending)
             if pending.rows is not None:
-                changes = source_changes(spark, source, spec.column_map(source), pending, path)
+                changes = source_changes(spark, spec, source, pending, path)
                 prepared[source.name] = (pending, changes)
         try:
             _apply_in_time_order(spark, spec, table, prepared, made)
@@ -281,11 +282,13 @@ def _shared_key_units(
 
 
 def source_changes(
-    spark: SparkSession, source: SourceSpec, mapping: Mapping[str, str], pending: Pending, path: str
+    spark: SparkSession, spec: WideTableSpec, source: SourceSpec, pending: Pending, path: str
 ) -> DataFrame:
-    """The wide-table records of `pending`: its columns renamed by `mapping`, or the source's transform
-    over `{pending}` and `{applied}` (every record of the same source version up to the last pending)."""
-    if source.transform is None:
+    """The wide-table records of `pending`: its columns renamed to the wide table's, or computed over
+    every record of the same source version up to the last pending one (`applied`) by the source's
+    transform or its declared aggregates."""
+    mapping = spec.column_map(source)
+    if source.transform is None and not source.aggregates:
         selected = ", ".join(f"{quote(s)} AS {quote(w)}" for s, w in mapping.items())
         rows = pending.rows
         if source.has_column_sets:
@@ -304,6 +307,9 @@ def source_changes(
         return spark.sql(f"SELECT {selected}, _row_kind, _offset FROM {{rows}}", rows=rows)
     rows = spark.read.format("delta").option("versionAsOf", pending.source_version).load(path)
     applied = spark.sql(f"SELECT * FROM {{rows}} WHERE _offset <= {pending.to_offset}", rows=rows)
+    if source.transform is None:
+        assert pending.rows is not None, "only pending records have changes"
+        return aggregated_changes(spark, source, mapping, dict(spec.columns), pending.rows, applied)
     return spark.sql(source.transform, pending=pending.rows, applied=applied)
 
 

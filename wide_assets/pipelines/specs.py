@@ -124,7 +124,9 @@ class SourceSpec:
     `transform` is Spark SQL computing the wide-table rows from `{pending}` (the records not applied
     yet) and `{applied}` (every record up to the last pending one); without it `feeds` map one to
     one. With a transform, `feeds` describe column lineage and the columns written, and `key_columns`
-    name the source columns holding the wide table's key (default: the source's primary key).
+    name the source columns holding the wide table's key (default: the source's primary key). A
+    source with `aggregates` and no transform has its rows computed from them
+    (`wide_assets.pipelines.aggregated`).
 
     What the records mean, for the table's convergence check: `op_time` orders them (arrival breaks
     ties); `deletes` is one of `DELETES`; `aggregates` (wide column -> Spark SQL aggregate) declares
