@@ -17,14 +17,14 @@ class MemoryTable:
         self, spark: Any, columns: list[Any], primary_key: list[str], options: dict[str, str]
     ) -> None:
         self.spark = spark
-        self.spec = TableDefinition.build(columns, primary_key, options)
-        self.ddl = ", ".join(f"`{c.name}` {c.type}" for c in self.spec.columns)
+        self.definition = TableDefinition.build(columns, primary_key, options)
+        self.ddl = ", ".join(f"`{c.name}` {c.type}" for c in self.definition.columns)
         self.stored = spark.createDataFrame([], self.ddl)
         self.entries: list[dict[str, Any]] = []
         self.commits = 0
 
     def write(self, changes: Any, target_columns: list[str] | None = None) -> list[Any]:
-        batch = prepare_batch(self.spark, self.spec, changes, target_columns)
+        batch = prepare_batch(self.spark, self.definition, changes, target_columns)
         try:
             merged = merge_batch(self.spark, batch, self.stored).collect()
         except Exception as error:
@@ -32,7 +32,7 @@ class MemoryTable:
         self.commits += 1
         self.entries += [{**row.asDict(), "_commit": self.commits} for row in merged]
         frame = self.spark.createDataFrame(merged, f"_row_kind string, {self.ddl}, _offset bigint")
-        applied = apply_images(self.spark, self.spec, self.stored, final_images(self.spark, self.spec, frame))
+        applied = apply_images(self.spark, self.definition, self.stored, final_images(self.spark, self.definition, frame))
         # Materialize: each write starts from plain rows, not from a growing query plan.
         self.stored = self.spark.createDataFrame(applied.collect(), self.ddl)
         return merged
