@@ -16,6 +16,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import dagster as dg
+
 from demos import declared, declared_defs
 from wide_assets.errors import WideTableError
 from wide_assets.pipelines import LandingZone, SourceSpec
@@ -24,7 +26,7 @@ from wide_assets.table import WideTable
 from wide_assets_defs.product_360.component import ORDERS
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from wide_assets.session import SparkSession
 
 __all__ = ["CASES", "WRITES", "Handled", "handle_all"]
 
@@ -254,11 +256,16 @@ def _drift_reported(source: str, case: Case, work: Path) -> bool:
     (folder / "drift.jsonl").write_bytes(case.line + b"\n")
     check = next(
         c
-        for c in declared_defs("product_360").asset_checks
+        for c in declared_defs("product_360").asset_checks or []
         if any(k.name == f"{source}_schema_drift" for k in c.check_keys)
     )
     result = check(landing=LandingZone(root=str(root)))
-    named = {*result.metadata["unexpected_columns"].value, *result.metadata["missing_columns"].value}
+    # Dagster types a direct invocation's result as `object` and a metadata value's as any packable
+    # value: this check returns its result, with the two column lists.
+    assert isinstance(result, dg.AssetCheckResult)
+    unexpected, missing = (result.metadata[k].value for k in ("unexpected_columns", "missing_columns"))
+    assert isinstance(unexpected, list) and isinstance(missing, list)
+    named = {*unexpected, *missing}
     return not result.passed and set(case.drift) <= named
 
 

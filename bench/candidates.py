@@ -417,7 +417,7 @@ def setup(layout: Layout) -> None:
         path = layout.base(name)
         if path.exists():
             continue
-        bucketing = WideTable.create(spark, path, COLUMNS, [KEY], {**OPTIONS, **extra}).spec.bucketing
+        bucketing = WideTable.create(spark, path, COLUMNS, [KEY], {**OPTIONS, **extra}).definition.bucketing
         if bucketing is None:
             rows.write.format("delta").mode("append").save(str(path))
         else:

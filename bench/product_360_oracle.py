@@ -75,8 +75,10 @@ def records(landing: Path, source: str) -> list[tuple[str, int, dict[str, Any]]]
     return out
 
 
-def _latest(landed: list[tuple[str, int, dict[str, Any]]], key: str) -> dict[Any, tuple[str, int, dict]]:
-    latest: dict[Any, tuple[int, int, tuple[str, int, dict]]] = {}
+def _latest(
+    landed: list[tuple[str, int, dict[str, Any]]], key: str
+) -> dict[Any, tuple[str, int, dict[str, Any]]]:
+    latest: dict[Any, tuple[int, int, tuple[str, int, dict[str, Any]]]] = {}
     for arrival, record in enumerate(landed):
         k = record[2][key]
         rank = (record[1], arrival)
@@ -114,6 +116,7 @@ def oracle(landing: Path) -> set[Row]:
 def table_rows(table: WideTable) -> set[Row]:
     """The table's rows with op times as epoch milliseconds, comparable with the oracle."""
     spark = table.spark
+    assert spark is not None, "reading the rows needs a session"
     selected = ", ".join(
         f"unix_millis({c}) AS {c}" if c.endswith("_op_ts") else c for c in PRODUCT_360.column_names
     )

@@ -54,7 +54,8 @@ from wide_assets.pipelines.resources import LakeSettings, SparkEngine
 from wide_assets.table import WideTable
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from bench.bad_inputs import Handled
+    from wide_assets.session import SparkSession
 
 __all__ = [
     "COUNTERS",
@@ -480,7 +481,8 @@ class Worker:
         assert self.process.stdout is not None
         for line in self.process.stdout:
             if line.startswith("RESULT "):
-                return json.loads(line.removeprefix("RESULT "))
+                reply: dict[str, Any] = json.loads(line.removeprefix("RESULT "))
+                return reply
         raise RuntimeError(f"worker {self.process.pid} exited; see {self._log.name}")
 
     def close(self) -> None:
@@ -693,7 +695,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nreliability figures (seed {args.seed}, {time.monotonic() - started:.0f} s):")
     for line in figures:
         print(f"- {line}")
-    failed = [t for t in crashes if t.problems] + [r for r in replayed if r.problems]
+    failed: list[CrashTrial | Replay | ConcurrentTrial | Handled] = [t for t in crashes if t.problems]
+    failed += [r for r in replayed if r.problems]
     failed += [t for t in concurrent if t.problems] + [o for o in bad[0] if not o.handled]
     return 1 if failed or bad[1] != bad[2] else 0
 

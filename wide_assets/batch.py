@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 
 from wide_assets.errors import InvalidInputError, MergeError, first_line
 from wide_assets.java_text import java_list
@@ -17,6 +18,9 @@ from wide_assets.merge import MergeContext, engine_for, merge_query, refusal_que
 from wide_assets.merge.column_sets import SET_COLUMNS, column_sets_refused
 from wide_assets.sql import ADDS, RETRACTS, RowKind, columns, key_join, kind_in, quote, string_literal
 from wide_assets.table_definition import TableDefinition
+
+if TYPE_CHECKING:
+    from wide_assets.session import SparkSession
 
 EXAMPLES = 3  # bad records quoted per kind of problem
 

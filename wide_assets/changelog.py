@@ -6,13 +6,18 @@ enough to apply it, re-apply it, count it and re-shape it; everything here is SQ
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, SparkSession
+from typing import TYPE_CHECKING
+
+from pyspark.sql import DataFrame
 
 from wide_assets.batch import PreparedBatch
 from wide_assets.merge.context import comparable
 from wide_assets.merge.plan import kind_filter
 from wide_assets.sql import ADDS, RETRACTS, RowKind, columns, key_join, kind_in, quote
 from wide_assets.table_definition import TableDefinition
+
+if TYPE_CHECKING:
+    from wide_assets.session import SparkSession
 
 
 def input_changelog(spark: SparkSession, batch: PreparedBatch) -> DataFrame:

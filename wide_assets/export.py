@@ -7,13 +7,16 @@ table's columns, `_commit`, `_offset`) and returns a DataFrame ordered by (`_com
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 
 from wide_assets.errors import InvalidInputError
 from wide_assets.sql import ADDS, RETRACTS, RowKind, columns, key_join, kind_in, quote
 from wide_assets.table_definition import TableDefinition
+
+if TYPE_CHECKING:
+    from wide_assets.session import SparkSession
 
 DEBEZIUM_OPS = {RowKind.INSERT: "c", RowKind.UPDATE_AFTER: "u", RowKind.DELETE: "d"}
 IS_INSERT = kind_in("_row_kind", [RowKind.INSERT])

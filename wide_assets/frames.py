@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 
 from wide_assets.errors import InvalidInputError, first_line
 from wide_assets.schema import Column
@@ -23,6 +23,8 @@ from wide_assets.schema import Column
 if TYPE_CHECKING:
     import pandas
     import pyarrow
+
+    from wide_assets.session import SparkSession
 
     Rows: TypeAlias = DataFrame | pandas.DataFrame | pyarrow.Table
 

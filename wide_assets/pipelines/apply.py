@@ -20,8 +20,9 @@ from wide_assets.pipelines.specs import LakeTableSpec, SourceSpec, WideTableSpec
 from wide_assets.sql import columns, key_join, quote, string_literal
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
 
+    from wide_assets.session import SparkSession
     from wide_assets.table import WideTable, WriteResult
 
 __all__ = [

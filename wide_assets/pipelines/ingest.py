@@ -43,7 +43,9 @@ from wide_assets.pipelines.specs import JSON_FORMATS, ROW_KINDS, SourceSpec
 from wide_assets.sql import RowKind, columns, key_join, quote, string_literal
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
+
+    from wide_assets.session import SparkSession
 
 __all__ = [
     "CDC_COLUMNS",

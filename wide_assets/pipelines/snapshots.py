@@ -25,9 +25,10 @@ from wide_assets.pipelines.specs import SnapshotSpec, SourceSpec
 from wide_assets.sql import quote, string_literal
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
 
     from wide_assets.pipelines.landed_file import LandedFile
+    from wide_assets.session import SparkSession
 
 __all__ = ["snapshot_records", "snapshot_times"]
 

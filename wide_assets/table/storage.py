@@ -4,12 +4,17 @@ the commit log through the engine: `wide_assets.table.log_frames`, its markers w
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, SparkSession
+from typing import TYPE_CHECKING
+
+from pyspark.sql import DataFrame
 
 from wide_assets.errors import TableStateError
 from wide_assets.sql import RowKind, kind_in, quote
 from wide_assets.table.log import CommitLog
 from wide_assets.table_definition import BUCKET_COLUMN, TableDefinition
+
+if TYPE_CHECKING:
+    from wide_assets.session import SparkSession
 
 IS_DELETE_IMAGE = kind_in("_row_kind", [RowKind.DELETE])
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 
 from wide_assets.batch import PreparedBatch
 from wide_assets.merge.plan import kind_filter
@@ -25,6 +26,9 @@ from wide_assets.table.log import CommitInfo, Origin
 from wide_assets.table.log_frames import log_frame
 from wide_assets.table.storage import Storage
 from wide_assets.table_definition import TableDefinition
+
+if TYPE_CHECKING:
+    from wide_assets.session import SparkSession
 
 
 def delete_time_columns(merge: MergeOptions) -> tuple[str, ...]:

@@ -15,7 +15,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 
 from wide_assets.ddl import parse_create_table
 from wide_assets.errors import InvalidOptionError, TableStateError
@@ -36,6 +36,7 @@ from wide_assets.table_definition import TableDefinition
 if TYPE_CHECKING:
     from wide_assets.export import Encoding
     from wide_assets.frames import Rows
+    from wide_assets.session import SparkSession
 
 log = logging.getLogger(__name__)
 
