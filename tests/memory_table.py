@@ -32,7 +32,9 @@ class MemoryTable:
         self.commits += 1
         self.entries += [{**row.asDict(), "_commit": self.commits} for row in merged]
         frame = self.spark.createDataFrame(merged, f"_row_kind string, {self.ddl}, _offset bigint")
-        applied = apply_images(self.spark, self.definition, self.stored, final_images(self.spark, self.definition, frame))
+        applied = apply_images(
+            self.spark, self.definition, self.stored, final_images(self.spark, self.definition, frame)
+        )
         # Materialize: each write starts from plain rows, not from a growing query plan.
         self.stored = self.spark.createDataFrame(applied.collect(), self.ddl)
         return merged
