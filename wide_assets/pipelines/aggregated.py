@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING
 from wide_assets.sql import columns, key_join, quote
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
 
     from wide_assets.pipelines.specs import SourceSpec
+    from wide_assets.session import SparkSession
 
 __all__ = ["aggregated_changes"]
 
