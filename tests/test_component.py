@@ -900,15 +900,23 @@ def test_declared_aggregates_compute_a_sources_rows_as_its_keys_move(
         ("+I", 1, 1, "open", "2025-03-01 09:00:00"),
         ("+I", 2, 1, "open", "2025-03-01 09:00:00"),
         ("+I", 3, 2, "closed", "2025-03-01 09:00:00"),
+        ("+I", 5, 3, "open", "2025-03-01 09:00:00"),
+        # Question 7 moves to product 5 by a lone +U: product 2, which the next run touches, must not
+        # count its older record there.
+        ("+I", 7, 2, "open", "2025-03-01 09:00:00"),
+        ("+U", 7, 5, "open", "2025-03-01 09:30:00"),
     ]
     # Question 1 moves to product 2, question 2 is deleted, a late record of question 3 loses to its
-    # newer one, and question 4 names a product the catalog never had.
+    # newer one, question 4 names a product the catalog never had, and question 5 moves from product
+    # 3 to product 1 (its -U landing after its +U).
     second: list[Question] = [
         ("-U", 1, 1, "open", "2025-03-02 09:00:00"),
         ("+U", 1, 2, "open", "2025-03-02 09:00:00"),
         ("-D", 2, 1, "open", "2025-03-03 09:00:00"),
         ("+U", 3, 2, "open", "2025-03-01 08:30:00"),
-        ("+I", 4, 3, "open", "2025-03-02 10:00:00"),
+        ("+I", 4, 4, "open", "2025-03-02 10:00:00"),
+        ("+U", 5, 1, "open", "2025-03-02 11:00:00"),
+        ("-U", 5, 3, "open", "2025-03-02 11:00:00"),
     ]
     header = "_row_kind,question_id,product_id,status,ts"
     deployment = lake(spark, sandbox, build(sandbox, path), tmp_path)
