@@ -8,6 +8,7 @@ the messages Paimon and Fluss users already search for. Each dialect validates i
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -99,10 +100,65 @@ class TableDefinition(Schema):
             sort_keys=True,
         )
 
+    def additions_over(self, stored: TableDefinition) -> tuple[tuple[Column, ...], dict[str, str]]:
+        """The columns and options this definition adds to `stored`, when adding is all it does: the same
+        primary key, the stored columns first and unchanged, then new ones; the stored options unchanged,
+        and new ones only about the new columns (`fields.<new column>.<option>`), as a new source
+        brings. Raises InvalidOptionError naming every other difference."""
+        kept = self.columns[: len(stored.columns)]
+        added = self.columns[len(stored.columns) :]
+        problems = []
+        if self.primary_key != stored.primary_key:
+            problems.append(f"primary key {list(stored.primary_key)} -> {list(self.primary_key)}")
+        if kept != stored.columns:
+            stored_types = {c.name: c for c in stored.columns}
+            declared = {c.name: c for c in self.columns}
+            for column in stored.columns:
+                now = declared.get(column.name)
+                if now is None:
+                    problems.append(f"column {column.name!r} removed")
+                elif now != column:
+                    problems.append(f"column {column.name!r}: {_typed(column)} -> {_typed(now)}")
+            inserted = [c.name for c in kept if c.name not in stored_types]
+            if not problems and inserted:
+                problems.append(
+                    f"new columns {inserted} stand before stored ones (they are added after them)"
+                )
+            elif not problems:
+                problems.append(
+                    f"columns reordered: {list(stored.column_names)} -> {list(self.column_names)}"
+                )
+        new_names = {c.name for c in added}
+        for key in sorted(set(stored.options) | set(self.options)):
+            before, after = stored.options.get(key), self.options.get(key)
+            if before == after:
+                continue
+            if before is not None:
+                problems.append(f"option {key!r}: {before!r} -> {after!r}")
+            elif not _about(key, new_names):
+                problems.append(f"option {key!r} added, which is not about a new column")
+        if problems:
+            raise InvalidOptionError(
+                "The declared definition changes more than it adds: " + "; ".join(problems) + ". Only new "
+                "nullable columns after the stored ones, with `fields.<column>.*` options of their own, are "
+                "added to an existing table."
+            )
+        return added, {key: self.options[key] for key in self.options if key not in stored.options}
+
     @classmethod
     def from_json(cls, text: str) -> TableDefinition:
         data = json.loads(text)
         return cls.build(data["columns"], data["primary_key"], data["options"])
+
+
+def _typed(column: Column) -> str:
+    return column.type if column.nullable else f"{column.type} not null"
+
+
+def _about(option: str, columns: set[str]) -> bool:
+    """Whether `option` is a `fields.<names>.<option>` option whose names are all among `columns`."""
+    named = re.fullmatch(r"fields\.(.+)\.[^.]+", option)
+    return named is not None and set(named.group(1).split(",")) <= columns
 
 
 @dataclass(frozen=True)

@@ -81,11 +81,17 @@ class SourceApplied:
 
 
 def open_wide_table(spark: SparkSession, spec: LakeTableSpec, path: str) -> WideTable:
-    """Create the table from its spec, or open it when the same definition already exists."""
+    """Create the table from its spec, or open it: as it is when the spec is its definition, after
+    adding the columns a spec declares after the stored ones (a declaration that gained a source)."""
     from wide_assets.table import WideTable
 
     return WideTable.create(
-        spark, path, columns=list(spec.columns), primary_key=spec.primary_key, options=dict(spec.options)
+        spark,
+        path,
+        columns=list(spec.columns),
+        primary_key=spec.primary_key,
+        options=dict(spec.options),
+        append_new_columns=True,
     )
 
 

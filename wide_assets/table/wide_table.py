@@ -68,10 +68,15 @@ class WideTable:
         columns: Sequence[tuple[str, str] | Column],
         primary_key: Sequence[str],
         options: dict[str, Any] | None = None,
+        append_new_columns: bool = False,
     ) -> WideTable:
         """Create the table (idempotent when the same definition exists); invalid options fail here.
         Options that only tune Paimon's or Fluss's own storage are kept and listed in
-        `spec.ignored_options` (logged once, when the table is created)."""
+        `definition.ignored_options` (logged once, when the table is created).
+
+        With `append_new_columns`, an existing table whose definition this one only extends (new
+        nullable columns after the stored ones, with `fields.<column>.*` options of their own: a new
+        source) gets them by `add_columns`; any other difference is refused, naming it."""
         spec = TableDefinition.build(columns, primary_key, options)
         table = cls(spark, str(path), spec)
         try:
@@ -85,11 +90,22 @@ class WideTable:
                     ", ".join(spec.ignored_options),
                 )
             return table
-        if existing.to_json() != spec.to_json():
+        if existing.to_json() == spec.to_json():
+            return cls.open(spark, table.path)
+        if not append_new_columns:
             raise InvalidOptionError(
                 f"A wide table with a different definition already exists at {table.path}: {existing.to_json()}"
             )
-        return cls.open(spark, table.path)
+        try:
+            columns, added_options = spec.additions_over(existing)
+        except InvalidOptionError as error:
+            raise InvalidOptionError(
+                f"The wide table at {table.path} cannot take its new definition: {error}"
+            ) from None
+        log.info(
+            "Adding columns %s and options %s to %s", [c.name for c in columns], added_options, table.path
+        )
+        return cls.open(spark, table.path).add_columns(columns, added_options)
 
     @classmethod
     def from_ddl(cls, spark: SparkSession, path: str | os.PathLike[str], ddl: str) -> WideTable:
