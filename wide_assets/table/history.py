@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from wide_assets.errors import InvalidOptionError
 from wide_assets.frames import arrow_schema
 from wide_assets.merge.context import comparable
 from wide_assets.schema import Column
@@ -91,11 +92,21 @@ class HistoryTable:
 
     # ----------------------------------------------------------------------------- table
     def create(self) -> None:
-        """Create the empty Delta table (with deletion vectors) unless it exists; racing creators agree."""
+        """Create the empty Delta table (with deletion vectors) unless it exists; racing creators agree.
+        An existing history must hold every tracked column: one started before a column was tracked
+        cannot say what it held then, so it is refused, naming the way out."""
         import pyarrow as pa
         from deltalake import DeltaTable
 
         if arbiter.exists(self.path):
+            stored = set(arbiter.open_table(self.path).schema().to_arrow().names)
+            missing = [c for c in self.tracked if c not in stored]
+            if missing:
+                raise InvalidOptionError(
+                    f"The history at {self.path} does not hold the columns {missing} it tracks now (they were "
+                    "not tracked when it started): leave them out of the history (`track_except`), or delete "
+                    "that Delta table to build the history again from the sources' records."
+                )
             return
         schema = pa.schema([f.with_nullable(True) for f in arrow_schema(self.spark, self.definition.columns)])
         try:
