@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -632,6 +633,59 @@ def test_the_scaffold_materializes_its_sample_and_converges_until_the_table_is_c
     assert not convergence.passed
     assert convergence.metadata["differing_keys_by_column"].value == {"points": 1}
     assert convergence.metadata["examples"].value == ["customer_id='c1': points table=26 expected=25"]
+
+
+def _failure(result: dg.ExecuteInProcessResult) -> str:
+    [failure] = result.get_step_failure_events()
+    return f"{failure.step_key}: {step_error(failure).to_string()}"
+
+
+def test_a_declaration_that_gains_a_source_adds_its_columns_and_nothing_else(
+    spark: Any, sandbox: DefsFolderSandbox, tmp_path: Path
+) -> None:
+    path, doc = scaffold(sandbox)
+    doc["attributes"]["history"] = {"track_except": ["profile_ts", "points_ts"]}
+    first = lake(spark, sandbox, build(sandbox, path, doc), tmp_path).run()
+    assert first.success
+    # A third source with its own sequence group; its op-time column is not tracked, its value is.
+    table = _table(doc)
+    table["columns"].update(tier="string", tier_ts="timestamp")
+    table["options"]["fields.tier_ts.sequence-group"] = "tier"
+    doc["attributes"]["history"]["track_except"].append("tier_ts")
+    doc["attributes"]["sources"].append(
+        {
+            "name": "tiers",
+            "description": "Customer tier changes.",
+            "files": ["my_table/tiers*.csv"],
+            "columns": {"customer_id": "string", "tier": "string", "changed_at": "timestamp"},
+            "feeds": {"tier": "tier", "changed_at": "tier_ts"},
+            "op_time": "changed_at",
+            "deletes": "clear-columns",
+        }
+    )
+    (sandbox.project_root / "data" / "my_table" / "tiers_001.csv").write_text(
+        "_row_kind,customer_id,tier,changed_at\n+I,c1,gold,2025-01-06 09:00:00\n", "utf-8"
+    )
+    grown = lake(spark, sandbox, build(sandbox, path, doc), tmp_path)
+    result = grown.run()
+    # The table took the new columns and the tier; the history, started without them, refuses them.
+    assert not result.success
+    assert "my_table__my_table_history: " in _failure(result)
+    assert "does not hold the columns ['tier'] it tracks now" in _failure(result)
+    tier = {"c1": ("gold", ts("2025-01-06 09:00:00")), "c2": (None, None)}
+    expected = {(*row, *tier[row[0]]) for row in SCAFFOLD_ROWS}
+    assert grown.rows(spark, "my_table/my_table") == expected
+    # As the refusal says: delete the history, and the next run builds it again from the sources.
+    shutil.rmtree(grown.path("my_table/my_table_history"))
+    again = grown.run()
+    assert again.success and all(e.passed for e in again.get_asset_check_evaluations())
+    assert grown.rows(spark, "my_table/my_table") == expected
+    # A change that is not an addition is refused by name, and the table stays as it was.
+    table["columns"]["points"] = "bigint"
+    changed = lake(spark, sandbox, build(sandbox, path, doc), tmp_path).run()
+    assert not changed.success
+    assert "column 'points': int -> bigint" in _failure(changed)
+    assert grown.rows(spark, "my_table/my_table") == expected
 
 
 def test_an_execute_override_runs_the_tables_asset(
