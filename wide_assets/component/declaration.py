@@ -124,51 +124,55 @@ class SnapshotDeclaration(Declaration):
         return SnapshotSpec(time_pattern=self.time_pattern, time_format=self.time_format, empty=self.empty)
 
 
-class SourceFields(Declaration):
-    """The source fields `source_defaults` can set for every source (a source's own value wins)."""
-
-    format: Annotated[
-        Literal["csv", "parquet", "debezium", "flink-json", "delta"],
-        Field(
-            description="How records are landed: CSV or Parquet files (optional `_row_kind` column: "
-            "+I, -U, +U, -D), Debezium JSON envelopes, Flink changelog JSON (one object per line), or an "
-            "append-only Delta table of such rows."
-        ),
-    ] = "csv"
-    op_time: Annotated[
-        str | None,
-        Field(
-            description="The column holding each change's operation time: it orders the records. A "
-            "`debezium` source's op time is its envelope's `ts_ms` (epoch milliseconds, as UTC), which "
-            "fills this column whatever the row image holds."
-        ),
-    ] = None
-    deletes: Annotated[
-        Literal["remove-row", "clear-columns", "ignore"],
-        Field(
-            description="What a `-D` of this source means: the whole wide row goes, only the columns it "
-            "feeds become NULL, or nothing. The convergence check expects exactly this."
-        ),
-    ] = "remove-row"
-    max_bad_records: Annotated[
-        int | None,
-        Field(
-            description="Quarantine up to this many malformed records per run (fail above it); "
-            "null: any malformed record fails the run.",
-        ),
-    ] = None
+# The source fields `source_defaults` may set, typed once for both.
+SourceFormat = Annotated[
+    Literal["csv", "parquet", "debezium", "flink-json", "delta"],
+    Field(
+        description="How records are landed: CSV or Parquet files (optional `_row_kind` column: "
+        "+I, -U, +U, -D), Debezium JSON envelopes, Flink changelog JSON (one object per line), or an "
+        "append-only Delta table of such rows."
+    ),
+]
+OpTime = Annotated[
+    str | None,
+    Field(
+        description="The column holding each change's operation time: it orders the records. A "
+        "`debezium` source's op time is its envelope's `ts_ms` (epoch milliseconds, as UTC), which "
+        "fills this column whatever the row image holds."
+    ),
+]
+Deletes = Annotated[
+    Literal["remove-row", "clear-columns", "ignore"],
+    Field(
+        description="What a `-D` of this source means: the whole wide row goes, only the columns it "
+        "feeds become NULL, or nothing. The convergence check expects exactly this."
+    ),
+]
+MaxBadRecords = Annotated[
+    int | None,
+    Field(
+        description="Quarantine up to this many malformed records per run (fail above it); "
+        "null: any malformed record fails the run.",
+    ),
+]
 
 
-class SourceDefaults(SourceFields):
+class SourceDefaults(Declaration):
     """Values of `format`, `op_time`, `deletes` and `max_bad_records` for every source that does not
     set its own (as sling's replication `defaults` are for its streams)."""
 
+    format: SourceFormat = "csv"
+    op_time: OpTime = None
+    deletes: Deletes = "remove-row"
+    max_bad_records: MaxBadRecords = None
 
-class SourceDeclaration(SourceFields):
+
+class SourceDeclaration(Declaration):
     """A source of change records and the wide-table columns it feeds."""
 
     name: Annotated[str, Field(description="Source name; its ingest asset is `<group>/<name>`.")]
     description: Annotated[str, Field(description="One line: what its records are.")]
+    format: SourceFormat = "csv"
     files: Annotated[
         list[str],
         Field(
@@ -201,6 +205,8 @@ class SourceDeclaration(SourceFields):
             examples=[{"points": "points", "updated": "points_updated"}],
         ),
     ]
+    op_time: OpTime = None
+    deletes: Deletes = "remove-row"
     aggregates: Annotated[
         dict[str, str],
         Field(
@@ -241,6 +247,8 @@ class SourceDeclaration(SourceFields):
             "each snapshot's time fills): diffed into inserts, updates and deletes."
         ),
     ] = None
+
+    max_bad_records: MaxBadRecords = None
 
     def with_defaults(self, defaults: SourceDefaults | None) -> SourceDeclaration:
         """This source with each field it does not set taken from `defaults`, where they set it."""
