@@ -458,6 +458,16 @@ REFUSALS = {
             "Additional properties are not allowed ('op_tme' was unexpected)"
         ],
     ),
+    # Found while the definitions are built, after the declaration parsed: located all the same.
+    "a schedule that is no cron": (
+        ('schedule: "0 * * * *"', 'schedule: "every hour"'),
+        (),
+        "stderr",
+        [
+            "{file}:{line}: attributes.automation.schedule",
+            "  table my_table: schedule 'every hour' is not a cron expression (e.g. '0 * * * *').",
+        ],
+    ),
     # dg's YAML check validates one defs.yaml per component type (the last it finds), so in a project
     # of several tables a misspelled field may reach the load, which refuses it the same way.
     "misspelled field past the YAML check": (

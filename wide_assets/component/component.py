@@ -10,13 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache, cached_property
+from pathlib import Path
 from types import UnionType
 from typing import TYPE_CHECKING, Annotated, Any, Self, Union, get_args, get_origin
 
 import dagster as dg
 from dagster.components.resolved.model import Resolver
 from dagster.components.utils.translation import ResolvedTranslationFn
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, Field, PrivateAttr, create_model
 
 from wide_assets.component.declaration import (
     AutomationDeclaration,
@@ -26,6 +27,7 @@ from wide_assets.component.declaration import (
     SourceDeclaration,
     SourceDefaults,
     TableDeclaration,
+    check_assembly,
     unknown_fields,
     wide_table_spec,
 )
@@ -37,6 +39,7 @@ from wide_assets.pipelines.assets import SensorScope, source_applier
 from wide_assets.pipelines.locate import LakeLocator
 
 if TYPE_CHECKING:
+    from dagster_shared.yaml_utils.source_position import SourcePositionTree
     from pyspark.sql import SparkSession
 
     from wide_assets.pipelines.apply import SourceApplied
@@ -176,6 +179,10 @@ class WideTableComponent(dg.Component, dg.Resolvable, dg.Model):
         ),
     ] = None
 
+    # Where each field of the defs.yaml stands (set by `load`), so that a refusal found while the
+    # definitions are built still names its line.
+    _positions: SourcePositionTree | None = PrivateAttr(default=None)
+
     @classmethod
     def model(cls) -> type[BaseModel]:
         """Dagster's model of the YAML, minus the template string it lets every top-level field be.
@@ -190,15 +197,22 @@ class WideTableComponent(dg.Component, dg.Resolvable, dg.Model):
     def load(cls, attributes: BaseModel | None, context: dg.ComponentLoadContext) -> Self:
         """The component, its declaration checked now: a refusal names the defs.yaml line and field."""
         component = super().load(attributes, context)
-        tree = context.resolution_context.source_position_tree
+        component._positions = tree = context.resolution_context.source_position_tree
         for name in cls.model_fields:
             for problem in unknown_fields(getattr(component, name), (name,)):
                 refuse(problem, tree, context.path)
-        try:
-            component.spec  # noqa: B018 - validate while the YAML's line numbers are known
-        except DeclarationProblem as problem:
-            refuse(problem, tree, context.path)
+        component._validated(context.path)
         return component
+
+    def _validated(self, folder: Path) -> WideTableSpec:
+        """The spec, with everything the declaration asks of it checked; a refusal names the defs.yaml
+        line and field."""
+        try:
+            spec = self.spec
+            check_assembly(spec, self.checks, self.automation, self.compaction)
+        except DeclarationProblem as problem:
+            refuse(problem, self._positions, folder)
+        return spec
 
     @cached_property
     def spec(self) -> WideTableSpec:
@@ -206,13 +220,8 @@ class WideTableComponent(dg.Component, dg.Resolvable, dg.Model):
         return wide_table_spec(self.table, self.sources, self.history, self.source_defaults)
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
-        spec = self.spec
-        columns = set(spec.column_names)
+        spec = self._validated(context.path)
         compaction = self.compaction
-        if compaction is not None:
-            unknown = [c for c in compaction.z_order if c not in columns]
-            if unknown:
-                raise ValueError(f"table {spec.name}: z_order columns {unknown} are not among its columns.")
         health = self.checks.source_health
         export = (compaction or CompactionDeclaration.model_validate({})).export
         sensor: SensorScope | None = None if self.automation.sensor == "none" else self.automation.sensor
@@ -238,15 +247,19 @@ class WideTableComponent(dg.Component, dg.Resolvable, dg.Model):
             role = WideTableAsset(spec.name, name if name in sources else None)
             changed = self.get_asset_spec(asset, role)
             if changed.key != asset.key:
-                raise ValueError(
+                raise DeclarationProblem(
                     f"table {spec.name}: translating the asset {asset.key.to_user_string()} changed its key "
                     f"to {changed.key.to_user_string()}; its checks, jobs and sensors name it by key, so "
-                    "translate its group, owners, tags, kinds or description instead."
+                    "translate its group, owners, tags, kinds or description instead.",
+                    ("translation",),
                 )
             return changed
 
         # The non-preview form of `map_resolved_asset_specs`, which Dagster's post_processing calls too.
-        table = table.permissive_map_resolved_asset_specs(func=translated, selection=None)
+        try:
+            table = table.permissive_map_resolved_asset_specs(func=translated, selection=None)
+        except DeclarationProblem as problem:
+            refuse(problem, self._positions, context.path)
         resources = table_resources(context.project_root, self.lake, self.landing, self.spark)
         return dg.Definitions.merge(table, dg.Definitions(resources=resources))
 

@@ -34,6 +34,7 @@ __all__ = [
     "SourceDefaults",
     "SourceHealthDeclaration",
     "TableDeclaration",
+    "check_assembly",
     "unknown_fields",
     "wide_table_spec",
 ]
@@ -485,3 +486,36 @@ def _check_history(spec: WideTableSpec) -> None:
     problem = history_problem(spec)
     if problem:
         raise DeclarationProblem(f"table {spec.name}: no history can be kept: {problem}.", ("history",))
+
+
+def check_assembly(
+    spec: WideTableSpec,
+    checks: ChecksDeclaration,
+    automation: AutomationDeclaration,
+    compaction: CompactionDeclaration | None,
+) -> None:
+    """Refuse, at the field that asks for it, what the declaration's checks, automation or compaction
+    ask of `spec` but cannot be built: raises `DeclarationProblem`."""
+    from dagster._utils.schedules import is_valid_cron_string
+
+    from wide_assets.pipelines.convergence import convergence_refusal
+
+    if checks.convergence:
+        refusal = convergence_refusal(spec)
+        if refusal:
+            raise DeclarationProblem(refusal, ("checks", "convergence"))
+    crons = [(("automation", "schedule"), automation.schedule)]
+    if compaction is not None:
+        crons.append((("compaction", "cron"), compaction.cron))
+        unknown = [c for c in compaction.z_order if c not in spec.column_names]
+        if unknown:
+            raise DeclarationProblem(
+                f"table {spec.name}: z_order columns {unknown} are not among its columns "
+                f"{list(spec.column_names)}{did_you_mean(unknown[0], spec.column_names)}.",
+                ("compaction", "z_order"),
+            )
+    for where, cron in crons:
+        if cron is not None and not is_valid_cron_string(cron):
+            raise DeclarationProblem(
+                f"table {spec.name}: {where[-1]} {cron!r} is not a cron expression (e.g. '0 * * * *').", where
+            )

@@ -52,6 +52,7 @@ __all__ = [
     "applied_in_commits",
     "convergence_check",
     "convergence_problem",
+    "convergence_refusal",
     "expected_rows",
 ]
 
@@ -394,15 +395,23 @@ def expected_rows(spark: SparkSession, spec: WideTableSpec, applied: Mapping[str
     )
 
 
+def convergence_refusal(spec: WideTableSpec) -> str | None:
+    """Why no convergence check can be generated for `spec`, with the way out; None when one can."""
+    problem = convergence_problem(spec)
+    if problem is None:
+        return None
+    return (
+        f"table {spec.name}: no convergence check can be generated: {problem}. Turn it off "
+        "(checks: convergence: false) and add a check of your own."
+    )
+
+
 def convergence_check(spec: WideTableSpec) -> dg.AssetChecksDefinition:
     """The blocking check that `spec`'s table equals `expected_rows` over what it has applied; refused
     when the table is defined (the declaration cannot say what its rows must be) with the reason."""
-    problem = convergence_problem(spec)
-    if problem:
-        raise ValueError(
-            f"table {spec.name}: no convergence check can be generated: {problem}. Turn it off "
-            "(checks: convergence: false) and add a check of your own."
-        )
+    refusal = convergence_refusal(spec)
+    if refusal:
+        raise ValueError(refusal)
 
     def evaluate(spark: SparkSession, table: WideTable, lake: LakeLocator) -> dg.AssetCheckResult:
         consumed: dict[str, int] = {}
