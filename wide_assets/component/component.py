@@ -26,6 +26,7 @@ from wide_assets.component.declaration import (
     HistoryDeclaration,
     SourceDeclaration,
     SourceDefaults,
+    SqlTableDeclaration,
     TableDeclaration,
     check_assembly,
     unknown_fields,
@@ -35,7 +36,7 @@ from wide_assets.component.refusal import DeclarationProblem, refuse
 from wide_assets.component.resources import SparkDeclaration, table_resources
 from wide_assets.component.scaffold import WideTableScaffolder
 from wide_assets.pipelines import WideTableSpec, wide_table_defs
-from wide_assets.pipelines.assets import SensorScope, source_applier
+from wide_assets.pipelines.assets import SensorScope, materialized_table_asset, source_applier
 from wide_assets.pipelines.locate import LakeLocator
 
 if TYPE_CHECKING:
@@ -65,8 +66,9 @@ class WideTableComponent(dg.Component, dg.Resolvable, dg.Model):
     change table, each file once), the table's asset (`<group>/<table>`: each source's new records
     as one exactly-once commit, merged the Paimon/Fluss way its options say), the blocking
     `primary_key_unique_not_null` and `converges_to_source_join` checks, optionally a history table
-    (`<group>/<table>_history`, SCD type 2) with its checks, the job `<table>_job`, an
-    hourly schedule, a new-data sensor, and for write-only tables a compaction job. It brings its
+    (`<group>/<table>_history`, SCD type 2) with its checks, tables defined by SQL over it
+    (`sql_tables`), the job `<table>_job`, an hourly schedule, a new-data sensor, and for write-only
+    tables a compaction job. It brings its
     `spark`, `lake` and `landing` resources: the embedded Sail engine, `<project root>/lake` and
     `<project root>/data` unless `spark`, `lake` and `landing` say otherwise.
 
@@ -138,6 +140,14 @@ class WideTableComponent(dg.Component, dg.Resolvable, dg.Model):
             description="A history table (SCD type 2) of its tracked columns, with its checks; omit for none."
         ),
     ] = None
+    sql_tables: Annotated[
+        list[SqlTableDeclaration],
+        Field(
+            default_factory=list,
+            description="Tables defined by Spark SQL over it (`{<table name>}`), recomputed on each "
+            "materialization.",
+        ),
+    ]
     checks: Annotated[ChecksDeclaration, Field(description="Its asset checks.")] = ChecksDeclaration()
     automation: Annotated[
         AutomationDeclaration, Field(description="The schedule and sensors of its job.")
@@ -209,7 +219,7 @@ class WideTableComponent(dg.Component, dg.Resolvable, dg.Model):
         line and field."""
         try:
             spec = self.spec
-            check_assembly(spec, self.checks, self.automation, self.compaction)
+            check_assembly(spec, self.checks, self.automation, self.compaction, self.sql_tables)
         except DeclarationProblem as problem:
             refuse(problem, self._positions, folder)
         return spec
@@ -240,6 +250,21 @@ class WideTableComponent(dg.Component, dg.Resolvable, dg.Model):
             export_encoding=None if export == "none" else export,
             apply=self.execute,
         )
+        sql_tables = [
+            materialized_table_asset(
+                declared.name,
+                spec.group,
+                declared.description,
+                declared.sql,
+                {spec.name: spec},
+                tuple(declared.primary_key),
+                dg.AutomationCondition.on_cron(declared.cron)
+                if declared.cron
+                else dg.AutomationCondition.eager(),
+            )
+            for declared in self.sql_tables
+        ]
+        table = dg.Definitions.merge(table, dg.Definitions(assets=sql_tables))
         sources = {source.name for source in spec.sources}
 
         def translated(asset: dg.AssetSpec) -> dg.AssetSpec:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import string
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Annotated, Any, Literal
@@ -33,6 +34,7 @@ __all__ = [
     "SourceDeclaration",
     "SourceDefaults",
     "SourceHealthDeclaration",
+    "SqlTableDeclaration",
     "TableDeclaration",
     "check_assembly",
     "unknown_fields",
@@ -45,6 +47,7 @@ COLUMNS = Field(
     examples=[{"customer_id": "string", "points": "int", "updated": "timestamp"}],
 )
 OptionValue = str | int | float | bool
+_IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 
 
 class Declaration(dg.Model):
@@ -374,6 +377,26 @@ class HistoryDeclaration(Declaration):
         return HistorySpec(track=tuple(self.track), track_except=tuple(self.track_except))
 
 
+class SqlTableDeclaration(Declaration):
+    """A table defined by Spark SQL over the wide table, recomputed and overwritten in one Delta commit
+    each time it is materialized (Flink's materialized table): `<group>/<name>`."""
+
+    name: Annotated[str, Field(description="Table name (letters, digits, `_`).")]
+    description: Annotated[str, Field(description="One line: what a row of it is.")]
+    sql: Annotated[
+        str,
+        Field(
+            description="Spark SQL over the wide table, named `{<table name>}` in it.",
+            examples=["SELECT brand, count(*) AS products FROM {product_360} GROUP BY brand"],
+        ),
+    ]
+    primary_key: Annotated[list[str], Field(description="The columns that identify a row of the result.")]
+    cron: Annotated[
+        str | None,
+        Field(description="Refresh on this cron (null: whenever the wide table was materialized)."),
+    ] = None
+
+
 class AutomationDeclaration(Declaration):
     """What starts the table's job (`<table>_job`: ingest every source, then apply them)."""
 
@@ -493,9 +516,10 @@ def check_assembly(
     checks: ChecksDeclaration,
     automation: AutomationDeclaration,
     compaction: CompactionDeclaration | None,
+    sql_tables: list[SqlTableDeclaration],
 ) -> None:
-    """Refuse, at the field that asks for it, what the declaration's checks, automation or compaction
-    ask of `spec` but cannot be built: raises `DeclarationProblem`."""
+    """Refuse, at the field that asks for it, what the declaration's checks, automation, compaction or
+    SQL tables ask of `spec` but cannot be built: raises `DeclarationProblem`."""
     from dagster._utils.schedules import is_valid_cron_string
 
     from wide_assets.pipelines.convergence import convergence_refusal
@@ -504,7 +528,9 @@ def check_assembly(
         refusal = convergence_refusal(spec)
         if refusal:
             raise DeclarationProblem(refusal, ("checks", "convergence"))
-    crons = [(("automation", "schedule"), automation.schedule)]
+    crons: list[tuple[tuple[str | int, ...], str | None]] = [
+        (("automation", "schedule"), automation.schedule)
+    ]
     if compaction is not None:
         crons.append((("compaction", "cron"), compaction.cron))
         unknown = [c for c in compaction.z_order if c not in spec.column_names]
@@ -514,8 +540,28 @@ def check_assembly(
                 f"{list(spec.column_names)}{did_you_mean(unknown[0], spec.column_names)}.",
                 ("compaction", "z_order"),
             )
+    taken = {spec.name, *(source.name for source in spec.sources)}
+    if spec.history is not None:
+        taken.add(f"{spec.name}_history")
+    for index, table in enumerate(sql_tables):
+        crons.append((("sql_tables", index, "cron"), table.cron))
+        if not _IDENTIFIER.fullmatch(table.name) or table.name in taken:
+            raise DeclarationProblem(
+                f"table {spec.name}: sql table {table.name!r} needs a name of letters, digits and '_' that no "
+                f"other asset of the table has {sorted(taken)}.",
+                ("sql_tables", index, "name"),
+            )
+        taken.add(table.name)
+        read = {field for _, field, _, _ in string.Formatter().parse(table.sql) if field is not None}
+        if read != {spec.name}:
+            raise DeclarationProblem(
+                f"table {spec.name}: sql table {table.name} reads {sorted(read)}; its SQL reads the wide table, "
+                f"as {{{spec.name}}}, and nothing else.",
+                ("sql_tables", index, "sql"),
+            )
     for where, cron in crons:
         if cron is not None and not is_valid_cron_string(cron):
             raise DeclarationProblem(
-                f"table {spec.name}: {where[-1]} {cron!r} is not a cron expression (e.g. '0 * * * *').", where
+                f"table {spec.name}: {where[-1]} {cron!r} is not a cron expression (e.g. '0 * * * *').",
+                where,
             )

@@ -1,9 +1,9 @@
-"""product_360 with what its declaration cannot say: the serving tables built on it (lookup joins).
+"""product_360 with what its declaration cannot say: the serving table built on it by a lookup join.
 
 `orders_enriched` is a lookup join (`WideTable.lookup`) of each new order against product_360, read
-only for the products the orders name; `active_products_per_brand` is a materialized table defined
-by SQL over product_360. The declared part (the table, its five sources, checks, automation and
-compaction) is defs.yaml; this subclass adds these assets to what the component builds from it.
+only for the products the orders name. The declared part (the table, its five sources, the SQL table
+`active_products_per_brand`, checks, automation and compaction) is defs.yaml; this subclass adds the
+orders, their enrichment and the serving job to what the component builds from it.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from wide_assets.pipelines import (
     apply_with_retries,
     asset_key,
     column_lineage,
-    materialized_table_asset,
     pending_records,
     pipeline_job,
     primary_key_check,
@@ -53,13 +52,6 @@ ORDERS = SourceSpec(
     op_time="order_ts",
 )
 ENRICHMENT = ("product_name", "brand", "price")
-ACTIVE_PRODUCTS_SQL = (
-    "SELECT brand, CAST(count(*) AS BIGINT) AS active_products, "
-    "CAST(avg(price) AS DECIMAL(14,2)) AS avg_price, "
-    "CAST(sum(coalesce(open_question_cnt, 0)) AS BIGINT) AS open_questions "
-    "FROM {product_360} WHERE brand IS NOT NULL "
-    "AND (discontinue_date IS NULL OR discontinue_date > current_date()) GROUP BY brand"
-)
 
 
 def orders_enriched_spec(products: WideTableSpec) -> LakeTableSpec:
@@ -93,7 +85,7 @@ def enrich(spark: SparkSession, orders: DataFrame, products: DataFrame) -> DataF
 
 
 def serving_defs(products: WideTableSpec) -> dg.Definitions:
-    """orders -> orders_enriched (a lookup join against `products`), and active_products_per_brand."""
+    """orders -> orders_enriched (a lookup join against `products`), and the serving job."""
     enriched = orders_enriched_spec(products)
     products_key = asset_key(products, products.name)
     orders_key = asset_key(enriched, ORDERS.name)
@@ -112,15 +104,8 @@ def serving_defs(products: WideTableSpec) -> dg.Definitions:
 
         return [apply_with_retries(table, prepare)]
 
-    per_brand = materialized_table_asset(
-        "active_products_per_brand",
-        products.group,
-        "Per brand: products in the catalog and not discontinued, their average price and open questions.",
-        ACTIVE_PRODUCTS_SQL,
-        {"product_360": products},
-        primary_key=("brand",),
-        automation_condition=dg.AutomationCondition.on_cron("0 * * * *"),
-    )
+    # Declared in defs.yaml (`sql_tables`); the serving job refreshes it after the orders.
+    per_brand = dg.AssetKey([products.group, "active_products_per_brand"])
     return dg.Definitions(
         assets=[
             source_asset(enriched, ORDERS),
@@ -137,13 +122,12 @@ def serving_defs(products: WideTableSpec) -> dg.Definitions:
                 enrich_new_orders,
                 automation_condition=dg.AutomationCondition.eager(),
             ),
-            per_brand,
         ],
         asset_checks=[primary_key_check(enriched)],
         jobs=[
             pipeline_job(
                 "product_360_serving_job",
-                [orders_key, asset_key(enriched, enriched.name), per_brand.key],
+                [orders_key, asset_key(enriched, enriched.name), per_brand],
                 "Ingest orders, enrich them from product_360 by lookup, refresh the per-brand table.",
             )
         ],
