@@ -200,6 +200,8 @@ def seaweedfs(root: Path, bucket: str = "lake", ports: list[int] | None = None) 
             if not restart:
                 server.wait_until(bucket_created, "SeaweedFS bucket creation")
             server.wait_until(lambda: _bucket_listable(endpoint), "the SeaweedFS S3 gateway")
+            if restart:
+                server.wait_until(lambda: _objects_readable(endpoint), "the SeaweedFS volumes")
             yield endpoint
     finally:
         # The sockets weed opens for its own gRPC services, at paths no flag moves.
@@ -217,6 +219,32 @@ def _bucket_listable(endpoint: S3Endpoint) -> bool:
     from deltalake import DeltaTable
 
     return not DeltaTable.is_deltatable(endpoint.uri("readiness-probe"), storage_options=endpoint.env)
+
+
+def _objects_readable(endpoint: S3Endpoint) -> bool:
+    """A GET of every object in the bucket: a restarted server lists the bucket before its volumes serve
+    their objects again (until then a GET fails with `500 InternalError`)."""
+    import obstore
+    from obstore.store import S3Store
+
+    store = S3Store(
+        endpoint.bucket,
+        endpoint=endpoint.url,
+        access_key_id=endpoint.access_key,
+        secret_access_key=endpoint.secret_key,
+        region=endpoint.region,
+        client_options={"allow_http": True},
+        retry_config={"max_retries": 0},
+    )
+    from obstore.exceptions import NotFoundError
+
+    for batch in obstore.list(store):
+        for meta in batch:
+            try:
+                obstore.get(store, meta["path"]).bytes()
+            except NotFoundError:  # removed since the listing (a writer's staged input)
+                continue
+    return True
 
 
 @dataclass(frozen=True)
