@@ -111,7 +111,6 @@ class TableDefinition(Schema):
         if self.primary_key != stored.primary_key:
             problems.append(f"primary key {list(stored.primary_key)} -> {list(self.primary_key)}")
         if kept != stored.columns:
-            stored_types = {c.name: c for c in stored.columns}
             declared = {c.name: c for c in self.columns}
             for column in stored.columns:
                 now = declared.get(column.name)
@@ -119,14 +118,12 @@ class TableDefinition(Schema):
                     problems.append(f"column {column.name!r} removed")
                 elif now != column:
                     problems.append(f"column {column.name!r}: {_typed(column)} -> {_typed(now)}")
-            inserted = [c.name for c in kept if c.name not in stored_types]
-            if not problems and inserted:
+            if not problems:
+                inserted = [c.name for c in kept if c.name not in stored.column_names]
                 problems.append(
                     f"new columns {inserted} stand before stored ones (they are added after them)"
-                )
-            elif not problems:
-                problems.append(
-                    f"columns reordered: {list(stored.column_names)} -> {list(self.column_names)}"
+                    if inserted
+                    else f"columns reordered: {list(stored.column_names)} -> {list(self.column_names)}"
                 )
         new_names = {c.name for c in added}
         for key in sorted(set(stored.options) | set(self.options)):

@@ -205,18 +205,18 @@ class WideTableComponent(dg.Component, dg.Resolvable, dg.Model):
 
     @classmethod
     def load(cls, attributes: BaseModel | None, context: dg.ComponentLoadContext) -> Self:
-        """The component, its declaration checked now: a refusal names the defs.yaml line and field."""
+        """The component, with no field it does not have (a refusal names the defs.yaml line and field),
+        and where each field stands, for the refusals found as its definitions are built."""
         component = super().load(attributes, context)
         component._positions = tree = context.resolution_context.source_position_tree
         for name in cls.model_fields:
             for problem in unknown_fields(getattr(component, name), (name,)):
                 refuse(problem, tree, context.path)
-        component._validated(context.path)
         return component
 
     def _validated(self, folder: Path) -> WideTableSpec:
-        """The spec, with everything the declaration asks of it checked; a refusal names the defs.yaml
-        line and field."""
+        """The spec, with everything the declaration asks of it checked as the definitions are built; a
+        refusal names the defs.yaml line and field (`load` kept where each stands)."""
         try:
             spec = self.spec
             check_assembly(spec, self.checks, self.automation, self.compaction, self.sql_tables)

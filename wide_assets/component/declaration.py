@@ -21,7 +21,7 @@ from pydantic import ConfigDict, Field
 from wide_assets.component.refusal import DeclarationProblem
 from wide_assets.errors import did_you_mean
 from wide_assets.pipelines import CompactionPolicy, SourceSpec, WideTableSpec
-from wide_assets.pipelines.specs import HistorySpec, SnapshotSpec
+from wide_assets.pipelines.specs import IDENTIFIER, HistorySpec, SnapshotSpec
 from wide_assets.pipelines.triggers import HOURLY
 
 __all__ = [
@@ -47,7 +47,6 @@ COLUMNS = Field(
     examples=[{"customer_id": "string", "points": "int", "updated": "timestamp"}],
 )
 OptionValue = str | int | float | bool
-_IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 
 
 class Declaration(dg.Model):
@@ -545,7 +544,7 @@ def check_assembly(
         taken.add(f"{spec.name}_history")
     for index, table in enumerate(sql_tables):
         crons.append((("sql_tables", index, "cron"), table.cron))
-        if not _IDENTIFIER.fullmatch(table.name) or table.name in taken:
+        if not IDENTIFIER.fullmatch(table.name) or table.name in taken:
             raise DeclarationProblem(
                 f"table {spec.name}: sql table {table.name!r} needs a name of letters, digits and '_' that no "
                 f"other asset of the table has {sorted(taken)}.",

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from wide_assets.sql import columns, key_join, quote
+from wide_assets.sql import ADDS, columns, key_join, kind_in, quote
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -43,7 +43,7 @@ def aggregated_changes(
         "_offset DESC" if source.op_time is None else f"{quote(source.op_time)} DESC NULLS LAST, _offset DESC"
     )
     others = [c for c in source.column_names if c not in key]
-    live = "coalesce(l._row_kind IN ('+I', '+U'), FALSE) AS _live"
+    live = f"coalesce({kind_in('l._row_kind', ADDS)}, FALSE) AS _live"
     considered = ", ".join(
         [*(f"t.{quote(c)}" for c in key), *(f"l.{quote(c)}" for c in others), "t._offset", live]
     )

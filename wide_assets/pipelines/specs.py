@@ -23,6 +23,7 @@ __all__ = [
     "DELETES",
     "EMPTY_SNAPSHOT_RULES",
     "FORMATS",
+    "IDENTIFIER",
     "JSON_FORMATS",
     "ROW_KINDS",
     "HistorySpec",
@@ -51,11 +52,12 @@ _NUMERIC = re.compile(
     r"(tinyint|smallint|int|integer|bigint|byte|short|long|float|real|double|decimal(\(.*\))?)", re.I
 )
 # Names end up in asset keys, lake paths and unquoted SQL text, so they are plain identifiers.
-_IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+# Table, group, source and asset names.
+IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 
 
 def _check_identifier(kind: str, name: str) -> None:
-    if not _IDENTIFIER.fullmatch(name):
+    if not IDENTIFIER.fullmatch(name):
         raise ValueError(f"{kind} {name!r} must be a letter followed by letters, digits or '_'.")
 
 

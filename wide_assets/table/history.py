@@ -29,6 +29,7 @@ from wide_assets.table.storage import Storage
 from wide_assets.table_definition import TableDefinition
 
 if TYPE_CHECKING:
+    from deltalake import DeltaTable
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["END", "HISTORY_SUFFIX", "START", "EventSource", "HistoryResult", "HistoryTable", "history_path"]
@@ -92,21 +93,11 @@ class HistoryTable:
 
     # ----------------------------------------------------------------------------- table
     def create(self) -> None:
-        """Create the empty Delta table (with deletion vectors) unless it exists; racing creators agree.
-        An existing history must hold every tracked column: one started before a column was tracked
-        cannot say what it held then, so it is refused, naming the way out."""
+        """Create the empty Delta table (with deletion vectors) unless it exists; racing creators agree."""
         import pyarrow as pa
         from deltalake import DeltaTable
 
         if arbiter.exists(self.path):
-            stored = set(arbiter.open_table(self.path).schema().to_arrow().names)
-            missing = [c for c in self.tracked if c not in stored]
-            if missing:
-                raise InvalidOptionError(
-                    f"The history at {self.path} does not hold the columns {missing} it tracks now (they were "
-                    "not tracked when it started): leave them out of the history (`track_except`), or delete "
-                    "that Delta table to build the history again from the sources' records."
-                )
             return
         schema = pa.schema([f.with_nullable(True) for f in arrow_schema(self.spark, self.definition.columns)])
         try:
@@ -143,6 +134,7 @@ class HistoryTable:
         """One attempt from the history's latest snapshot; raises `Conflict` when another run committed
         first (its work is then read back by the next attempt, never redone on top of it)."""
         table = arbiter.open_table(self.path)
+        self._check_tracked(table)
         version, applied = int(table.version()), arbiter.applied_through(table)
         through, all_events = events()
         if through <= applied:
@@ -156,6 +148,18 @@ class HistoryTable:
         images = self._images(self._of_keys(self.rows(version), touched), self.intervals(of_touched))
         changed = table_writes.apply_images(self._storage, images, table, through)
         return HistoryResult(through, version + 1, through - applied, changed)
+
+    def _check_tracked(self, table: DeltaTable) -> None:
+        """Refuse a history that does not hold every tracked column: one started before a column was
+        tracked cannot say what it held then."""
+        stored = set(table.schema().to_arrow().names)
+        missing = [c for c in self.tracked if c not in stored]
+        if missing:
+            raise InvalidOptionError(
+                f"The history at {self.path} does not hold the columns {missing} it tracks now (they were "
+                "not tracked when it started): leave them out of the history (`track_except`), or delete "
+                "that Delta table to build the history again from the sources' records."
+            )
 
     def _of_keys(self, rows: DataFrame, keys: DataFrame) -> DataFrame:
         on = " AND ".join(f"r.{quote(k)} <=> t.{quote(k)}" for k in self.key)
