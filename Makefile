@@ -25,8 +25,11 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # Classic Spark workers must run the same interpreter (and packages) as the driver.
 export PYSPARK_PYTHON := $(VENV_PY)
 export PYSPARK_DRIVER_PYTHON := $(VENV_PY)
+# The JVM engines' jars (Delta for Spark), fetched by `make jars`; wide_assets.jvm loads them from here.
+JARS := $(CURDIR)/.jars
+export WIDE_ASSETS_JARS := $(JARS)
 
-.PHONY: venv demo test unit dev lint format clean distclean
+.PHONY: venv jars demo test unit dev lint format clean distclean
 
 # Re-installs whenever pyproject.toml changes; the stamp records the last successful install.
 $(VENV_STAMP): pyproject.toml $(VENV)/bin/python
@@ -59,6 +62,16 @@ $(DAGSTER_HOME)/dagster.yaml:
 	  'telemetry:' \
 	  '  enabled: false' > $@
 
+# Pinned jars from Maven Central (jvm/pom.xml), checked against jvm/SHA256SUMS; fetched once, offline after.
+# A fetch that fails fails the target: the JVM tests never skip for want of their jars.
+$(JARS)/.fetched: jvm/pom.xml jvm/SHA256SUMS
+	rm -rf $(JARS)
+	mvn -q -B -f jvm/pom.xml dependency:copy-dependencies -DexcludeTransitive=true -DoutputDirectory=$(JARS)
+	cd $(JARS) && sha256sum --check --strict --quiet $(CURDIR)/jvm/SHA256SUMS
+	@touch $@
+
+jars: $(JARS)/.fetched
+
 demo: $(VENV_STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(VENV)/bin/python -m demos
 
@@ -67,7 +80,7 @@ demo: $(VENV_STAMP) $(DAGSTER_HOME)/dagster.yaml
 TEST_WORKERS ?= 2
 
 # `dg check defs`: every defs.yaml against its component's schema, then the code location loads.
-test: $(VENV_STAMP) $(DAGSTER_HOME)/dagster.yaml
+test: $(VENV_STAMP) $(DAGSTER_HOME)/dagster.yaml $(JARS)/.fetched
 	$(VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 	$(VENV)/bin/dg check defs
 
@@ -88,7 +101,7 @@ format: $(VENV_STAMP)
 	$(VENV)/bin/ruff format .
 
 clean:
-	rm -rf .dagster_home lake spark-warehouse metastore_db derby.log build .pytest_cache .ruff_cache
+	rm -rf .dagster_home .jars lake spark-warehouse metastore_db derby.log build .pytest_cache .ruff_cache
 	find . -path ./$(VENV) -prune -o \( -name __pycache__ -o -name '*.egg-info' \) -type d -print0 \
 	  | xargs -0 rm -rf
 

@@ -1,24 +1,22 @@
-"""Shared fixtures: the Spark engines (Sail or a Connect server, classic JVM Spark, a parametrized pair)
-and a local S3 server."""
+"""Shared fixtures: the Spark engines (Sail or a Connect server, classic JVM Spark with Delta, a
+parametrized pair) and a local S3 server."""
 
 from __future__ import annotations
 
 import itertools
+import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from engine import ENGINE
-from memory_table import MemoryTable
+from engine import ENGINE, JVM
 from servers import S3Endpoint, patched_environ, seaweedfs
 
 from wide_assets import WideTable
-from wide_assets.session import EngineSettings, activate, get_spark, stop_spark
-
-# No delta-spark: its jars come from Maven at JVM start, and these tests only need DataFrames.
-JVM = EngineSettings(engine="classic", master="local[2]", with_delta=False)
+from wide_assets.schema import Column
+from wide_assets.session import activate, get_spark, stop_spark
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -33,6 +31,9 @@ def _engines(request: pytest.FixtureRequest) -> Iterator[None]:
     )
     if uses_jvm and shutil.which("java") is not None:
         get_spark(JVM)
+    elif uses_jvm and os.environ.get("CI"):
+        # CI must run every JVM test: a machine without Java fails here instead of skipping them.
+        raise RuntimeError("the JVM tests need `java` on PATH")
     yield
     stop_spark()
 
@@ -45,7 +46,7 @@ def spark() -> Any:
 
 @pytest.fixture(scope="session")
 def jvm_spark() -> Any:
-    """Classic JVM Spark local[2] session without Delta."""
+    """Classic JVM Spark (local[2], or the master WIDE_ASSETS_SPARK_MASTER names) with delta-spark."""
     if shutil.which("java") is None:
         pytest.skip("classic Spark needs a JVM and `java` is not on PATH")
     return get_spark(JVM)
@@ -71,19 +72,15 @@ def any_spark(request: pytest.FixtureRequest) -> Any:
 
 
 # make(columns, primary_key, options) -> a table with `write(frame)` and `read()`.
-Factory = Callable[[list[tuple[str, str]], list[str], dict[str, str]], Any]
+Factory = Callable[[Sequence[tuple[str, str] | Column], list[str], dict[str, str]], Any]
 
 
-@pytest.fixture(params=["sail-delta", pytest.param("jvm-memory", marks=pytest.mark.jvm)])
+@pytest.fixture(params=["sail-delta", pytest.param("jvm-delta", marks=pytest.mark.jvm)])
 def engine(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Any, Factory]:
-    """(spark, make_table): a Delta WideTable on Sail, or the in-memory merge on classic JVM Spark."""
+    """(spark, make_table): a Delta WideTable on Sail, or on classic JVM Spark with delta-spark."""
     counter = itertools.count()
-    if request.param == "sail-delta":
-        # A Spark Connect session on Sail, which the library's (classic) session type stands for.
-        spark: Any = activate(request.getfixturevalue("spark"))
-        return spark, lambda c, k, o: WideTable.create(spark, tmp_path / f"t{next(counter)}", c, k, o)
-    spark = activate(request.getfixturevalue("jvm_spark"))
-    return spark, lambda c, k, o: MemoryTable(spark, c, k, o)
+    spark: Any = activate(request.getfixturevalue("spark" if request.param == "sail-delta" else "jvm_spark"))
+    return spark, lambda c, k, o: WideTable.create(spark, tmp_path / f"t{next(counter)}", c, k, o)
 
 
 @pytest.fixture

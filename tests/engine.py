@@ -1,33 +1,42 @@
-"""The Spark engine the tests run on: embedded Sail, or the Spark Connect server the environment names.
+"""The Spark engines the tests run on: embedded Sail, the Spark Connect server the environment names, or
+classic JVM Spark with Delta.
 
 `WIDE_ASSETS_ENGINE=connect` with `WIDE_ASSETS_SPARK_REMOTE=sc://host:port` points the `spark`
-fixture and the pipelines' Spark resource at a separate server (`test_distributed.py` runs modules
-so); `SAIL_MODE` and Sail's other variables configure the embedded engine as usual.
+fixture and the pipelines' Spark resource at a separate server, and `WIDE_ASSETS_ENGINE=classic`
+(with `WIDE_ASSETS_SPARK_MASTER`, `local[2]` by default) at classic JVM Spark with delta-spark:
+`test_distributed.py` and `test_jvm_delta.py` run modules so. `SAIL_MODE` and Sail's other variables
+configure the embedded engine as usual.
 """
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from wide_assets.jvm import JARS_VARIABLE
 from wide_assets.session import EngineSettings
 
 if TYPE_CHECKING:
     from wide_assets.pipelines.resources import SparkEngine
 
-__all__ = ["ENGINE", "spark_resource"]
+__all__ = ["ENGINE", "JVM", "spark_resource"]
+
+# `make test` sets it; a bare `pytest` in a checkout finds the jars `make jars` fetched all the same.
+os.environ.setdefault(JARS_VARIABLE, str(Path(__file__).resolve().parents[1] / ".jars"))
 
 
 def _engine_under_test() -> EngineSettings:
     settings = EngineSettings.from_env()
     if settings.engine == "classic":
-        raise ValueError(
-            "WIDE_ASSETS_ENGINE=classic: the tests' `spark` fixture is Sail or Spark Connect; "
-            "classic JVM Spark is the `jvm_spark` fixture"
-        )
+        return EngineSettings(engine="classic", master=settings.master, with_delta=True)
     return EngineSettings(engine=settings.engine, remote=settings.remote)
 
 
 ENGINE = _engine_under_test()
+# Classic JVM Spark with Delta: the `jvm_spark` fixture, and `spark` itself when ENGINE is classic (a
+# process has one SparkContext, whose jars and master are fixed when it starts).
+JVM = ENGINE if ENGINE.engine == "classic" else EngineSettings(engine="classic", with_delta=True)
 
 
 def spark_resource() -> SparkEngine:
@@ -36,4 +45,6 @@ def spark_resource() -> SparkEngine:
         SparkEngine,  # Dagster: only for the tests that build pipelines
     )
 
-    return SparkEngine(engine=ENGINE.engine, remote=ENGINE.remote)
+    return SparkEngine(
+        engine=ENGINE.engine, remote=ENGINE.remote, master=ENGINE.master, with_delta=ENGINE.with_delta
+    )

@@ -9,7 +9,9 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from memory_table import Column, MemoryTable
+from conftest import Factory
+
+from wide_assets.schema import Column
 
 COLUMNS = [
     Column("k", "bigint", nullable=False),
@@ -71,14 +73,16 @@ def random_batch(rng: random.Random, start: int) -> list[Row]:
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_batches_of_adds_fold_as_paimon_does(any_spark: Any, seed: int) -> None:
+def test_batches_of_adds_fold_as_paimon_does(engine: tuple[Any, Factory], seed: int) -> None:
+    spark, make = engine
     rng = random.Random(seed)
-    table = MemoryTable(any_spark, COLUMNS, ["k"], OPTIONS)
+    table = make(COLUMNS, ["k"], OPTIONS)
     expected: dict[int, Row] = {}
     for write in range(3):
         batch = random_batch(rng, write * 100)
-        changes = any_spark.createDataFrame(pa.Table.from_pylist(batch, schema=_arrow_schema()))
-        entries = table.write(changes)
+        changes = spark.createDataFrame(pa.Table.from_pylist(batch, schema=_arrow_schema()))
+        commit = table.write(changes).commit
+        entries = table.changelog(commit, commit).collect()
         before = dict(expected)
         for key in {r["k"] for r in batch}:
             expected[key] = paimon_fold(before.get(key), [r for r in batch if r["k"] == key])

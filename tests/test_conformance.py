@@ -1,6 +1,6 @@
 """Every public Paimon/Fluss conformance case through the public API: real Delta tables on Sail.
 
-The same cases run through the merge logic on classic JVM Spark in `test_conformance_jvm.py`.
+The same cases run on classic JVM Spark with delta-spark in `test_conformance_jvm.py`.
 """
 
 from __future__ import annotations
@@ -26,6 +26,12 @@ from wide_assets import WideTable
 
 @pytest.mark.parametrize("case", case_params())
 def test_case_through_wide_table(spark: Any, tmp_path: Path, case: dict[str, Any]) -> None:
+    run_case(spark, tmp_path, case)
+
+
+def run_case(spark: Any, tmp_path: Path, case: dict[str, Any]) -> None:
+    """Each of the case's tables written through `WideTable` on `spark`, against its expected rows,
+    changelog or error."""
     counter = itertools.count()
 
     def run(case: dict[str, Any], writes: list[Write]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

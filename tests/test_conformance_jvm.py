@@ -1,38 +1,20 @@
-"""Every public Paimon/Fluss conformance case through the merge logic (validation, fold, changelog,
-apply) on DataFrames with classic JVM Spark `local[2]`: the merge is engine-neutral SQL.
+"""Every public Paimon/Fluss conformance case through the public API on classic JVM Spark `local[2]`
+with delta-spark: the engine reads the Delta tables with Delta's own reader, our commits land beside.
 
 A file of its own so that a parallel run (`make test`) gives the JVM its own worker.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
-from conformance import (
-    Write,
-    case_params,
-    changelog_entries,
-    columns,
-    expect_error_or_run,
-    rows_as_json,
-    table_options,
-    write_frame,
-)
-from memory_table import MemoryTable
+from conformance import case_params
+from test_conformance import run_case
 
 
 @pytest.mark.jvm
 @pytest.mark.parametrize("case", case_params())
-def test_case_merge_logic_on_jvm(jvm_spark: Any, case: dict[str, Any]) -> None:
-    def run(case: dict[str, Any], writes: list[Write]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        table = MemoryTable(jvm_spark, columns(case), case["primary_key"], table_options(case))
-        for write in writes:
-            targets = None if write.target_columns is None else list(write.target_columns)
-            table.write(write_frame(jvm_spark, case, write), targets)
-        batch_of_commit = {i: w.batch for i, w in enumerate(writes, start=1)}
-        return rows_as_json(table.read().collect(), case), changelog_entries(
-            table.entries, case, batch_of_commit
-        )
-
-    expect_error_or_run(case, run)
+def test_case_through_wide_table_on_jvm_delta(jvm_spark: Any, tmp_path: Path, case: dict[str, Any]) -> None:
+    run_case(jvm_spark, tmp_path, case)

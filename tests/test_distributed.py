@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -36,15 +37,15 @@ PARENT_ONLY = (
 )
 
 
-def run_modules(tmp_path: Path, env: dict[str, str]) -> str:
-    """Run MODULES in a child pytest with `env` over this environment (its output kept in
-    `tmp_path/child.log`); return that output after checking that every collected test passed."""
+def run_modules(tmp_path: Path, env: dict[str, str], modules: Sequence[str] = MODULES) -> str:
+    """Run `modules` (files or test ids) in a child pytest with `env` over this environment (its output
+    kept in `tmp_path/child.log`); return that output after checking that every collected test passed."""
     report = tmp_path / "junit.xml"
     command = [
         sys.executable,
         "-m",
         "pytest",
-        *MODULES,
+        *modules,
         "-p",
         "no:cacheprovider",
         "-q",

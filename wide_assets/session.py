@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast, get_args
 
+from wide_assets import jvm
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession as ClassicSparkSession
     from pyspark.sql.connect.session import SparkSession as ConnectSparkSession
@@ -54,17 +56,13 @@ _CONNECT_MODE_ENV = "SPARK_CONNECT_MODE_ENABLED"
 # Idle time after which the embedded Sail server drops a session: a year, i.e. never in practice.
 EMBEDDED_SESSION_TIMEOUT_SECS = 365 * 24 * 3600
 
-_DELTA_CONF: Mapping[str, str] = MappingProxyType(
-    {
-        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-    }
-)
 _CLASSIC_CONF: Mapping[str, str] = MappingProxyType(
     {
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.shuffle.partitions": "4",
         "spark.ui.enabled": "false",
+        # Progress bars would interleave with a run's own log lines.
+        "spark.ui.showConsoleProgress": "false",
     }
 )
 _TRUE = frozenset({"1", "true", "yes", "on"})
@@ -281,14 +279,9 @@ def _create_classic(settings: EngineSettings) -> SparkSession:
         )
 
     builder = ClassicSparkSession.builder.master(settings.master).appName("wide_assets")
-    for key, value in {**_CLASSIC_CONF, **settings.spark_conf}.items():
+    delta = jvm.delta_conf() if settings.with_delta else {}
+    for key, value in {**_CLASSIC_CONF, **delta, **settings.spark_conf}.items():
         builder = builder.config(key, value)
-    if settings.with_delta:
-        from delta.pip_utils import configure_spark_with_delta_pip
-
-        for key, value in _DELTA_CONF.items():
-            builder = builder.config(key, value)
-        builder = configure_spark_with_delta_pip(builder)
 
     # The generic builder refuses to make a classic session while the Connect flag is set (i.e. once a
     # Sail/Connect session exists), so hide the flag just for the JVM start-up.
@@ -297,10 +290,10 @@ def _create_classic(settings: EngineSettings) -> SparkSession:
         try:
             return builder.getOrCreate()
         except Exception as exc:
-            if settings.with_delta:
+            if "spark.jars.packages" in delta:
                 exc.add_note(
-                    "with_delta=True makes Spark resolve io.delta:delta-spark from Maven "
-                    "(spark.jars.packages); offline, pre-populate ~/.ivy2 or set WIDE_ASSETS_SPARK_DELTA=0"
+                    f"with_delta=True and no {jvm.JARS_VARIABLE}: Spark resolves {', '.join(jvm.DELTA_PACKAGES)} "
+                    f"from Maven; offline, run `make jars` and set {jvm.JARS_VARIABLE} to its folder"
                 )
             raise
         finally:

@@ -47,7 +47,7 @@ def live_files(files: TableFiles, version: int) -> list[DataFile]:
             for add in _checkpoint_adds(files, f"{LOG_DIR}/{name}"):
                 live[add.path] = add
     for commit in range(start + 1, version + 1):
-        for action in _commit_actions(files, commit):
+        for action in commit_actions(files, commit):
             if "add" in action:
                 add = _live_file(action["add"])
                 live[add.path] = add
@@ -68,13 +68,13 @@ def vectors_in_use(files: TableFiles, version: int, since: datetime) -> set[str]
     first = max(later[0] - 1, 0) if later else version
     vectors = [f.deletion_vector for f in live_files(files, first)]
     for commit_version in range(first + 1, version + 1):
-        for action in _commit_actions(files, commit_version):
+        for action in commit_actions(files, commit_version):
             vector = action.get("add", {}).get("deletionVector")
             vectors.append(Descriptor.from_action(vector) if vector else None)
     return {v.file_path() for v in vectors if v is not None and v.storage_type == "u"}
 
 
-def _commit_actions(files: TableFiles, version: int) -> list[dict[str, Any]]:
+def commit_actions(files: TableFiles, version: int) -> list[dict[str, Any]]:
     """The actions of the JSON commit of `version`."""
     text = files.get(f"{LOG_DIR}/{version:020d}.json").decode()
     return [json.loads(line) for line in text.splitlines() if line.strip()]

@@ -11,6 +11,7 @@ from wide_assets.schema import Column
 from wide_assets.table import arbiter, delta_log
 from wide_assets.table.deletion_vectors import DV_PREFIX, read_vector
 from wide_assets.table.files import DataFile
+from wide_assets.table.foreign import refuse_foreign_changes
 from wide_assets.table.images import commit_images
 from wide_assets.table.objects import TableFiles
 from wide_assets.table.staging import STAGING_DIR
@@ -100,6 +101,8 @@ def verify(storage: Storage) -> None:
                 f"The Delta log of {path} cannot be read ({first_line(error)}); restore the damaged "
                 "_delta_log entry from a backup."
             ) from error
+        if path == storage.path:
+            refuse_foreign_changes(files, arbiter.open_table(path).version())
         for file in live:
             problem = None
             if not files.exists(file.path):

@@ -33,8 +33,10 @@ from wide_assets.changelog import (
 from wide_assets.errors import ConcurrentWriteError, StoreError, first_line, merge_errors
 from wide_assets.merge import engine_for, logs_unchanged_rows
 from wide_assets.table import arbiter
+from wide_assets.table.foreign import refuse_foreign_changes
 from wide_assets.table.log import CommitInfo, Origin, Txn, now
 from wide_assets.table.log_frames import append_log, log_entries, log_rows
+from wide_assets.table.objects import TableFiles
 from wide_assets.table.reads import Reader
 from wide_assets.table.recovery import catch_up
 from wide_assets.table.storage import Storage
@@ -156,6 +158,8 @@ def attempt(
     log = storage.log.snapshot()
     markers = log.markers
     table, recovered = catch_up(storage, markers)
+    # Before the commit point: a table another writer changed behind the log is refused, not written.
+    refuse_foreign_changes(TableFiles(storage.path), table.version())
     if txn is not None:
         done = committed_by(markers.commits, txn)
         if done is not None:

@@ -24,6 +24,7 @@ from wide_assets.sql import quote
 from wide_assets.table import delta_log
 from wide_assets.table.deletion_vectors import VectorFile, read_vector
 from wide_assets.table.files import DataFile, write_files
+from wide_assets.table.foreign import refuse_foreign_changes
 from wide_assets.table.objects import TableFiles
 from wide_assets.table.storage import IS_DELETE_IMAGE
 from wide_assets.table_definition import BUCKET_COLUMN, TableDefinition
@@ -57,6 +58,7 @@ def apply_images(storage: Storage, images: DataFrame, table: Any, through: int) 
     spec = storage.definition
     files = TableFiles(storage.path)
     version = int(table.version())
+    refuse_foreign_changes(files, version)
     frame = storage.with_bucket(images.select("_row_kind", *[quote(c) for c in spec.column_names]))
     live = delta_log.live_files(files, version)
     # Only the keys come to the driver, to find the rows the images replace.
