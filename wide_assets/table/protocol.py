@@ -107,8 +107,10 @@ def write(
     changes: DataFrame,
     target_columns: Sequence[str] | None,
     txn: Txn | None,
+    write_id: str | None = None,
 ) -> WriteResult:
-    """Merge `changes` into the table and its changelog as one commit (see the module docstring)."""
+    """Merge `changes` into the table and its changelog as one commit (see the module docstring);
+    `write_id` names the commit in the log (a new one when not given)."""
     batches: list[PreparedBatch] = []
 
     def prepared() -> PreparedBatch:
@@ -117,7 +119,7 @@ def write(
             batches.append(prepare_batch(storage.spark, storage.definition, changes, target_columns))
         return batches[0]
 
-    write_id = uuid.uuid4().hex
+    write_id = write_id or uuid.uuid4().hex
     try:
         outcome, conflicts = arbiter.retrying(
             lambda: attempt(storage, prepared, txn, write_id), f"writing to {storage.path}"
