@@ -140,10 +140,14 @@ def test_a_negative_zero_replacing_zero_is_an_update(
     ]
 
 
+@pytest.mark.parametrize("write_only", [False, True], ids=["merged", "write-only"])
 @pytest.mark.parametrize("dialect", ["paimon", "fluss"])
-def test_max_and_min_order_doubles_as_java_does(spark: Any, tmp_path: Path, dialect: str) -> None:
+def test_max_and_min_order_doubles_as_java_does(
+    spark: Any, tmp_path: Path, dialect: str, write_only: bool
+) -> None:
     """Every ordered pair of JAVA_ORDER, across two commits and within one: max keeps the later one in
-    Java's order, min the earlier (FieldMaxAgg/FieldMinAgg compare with Double.compare)."""
+    Java's order, min the earlier (FieldMaxAgg/FieldMinAgg compare with Double.compare), whether the
+    writes merge or a compaction folds them."""
     options = {
         "merge-engine": "aggregation",
         "fields.hi.aggregate-function": "max",
@@ -152,6 +156,8 @@ def test_max_and_min_order_doubles_as_java_does(spark: Any, tmp_path: Path, dial
     if dialect == "fluss":
         options = {"table.merge-engine": "aggregation", "fields.hi.agg": "max", "fields.lo.agg": "min"}
     columns = [("k", "int"), ("hi", "double"), ("lo", "double")]
+    if write_only:
+        options["write-only"] = "true"
     table = WideTable.create(spark, tmp_path / "t", columns, ["k"], options)
     pairs = list(itertools.product(range(len(JAVA_ORDER)), repeat=2))
     first = [(n, JAVA_ORDER[i], JAVA_ORDER[i]) for n, (i, _) in enumerate(pairs)]
@@ -159,6 +165,8 @@ def test_max_and_min_order_doubles_as_java_does(spark: Any, tmp_path: Path, dial
     within = [(1000 + n, v, v) for n, (i, j) in enumerate(pairs) for v in (JAVA_ORDER[i], JAVA_ORDER[j])]
     table.write(spark.createDataFrame(first + within, "k int, hi double, lo double"))
     table.write(spark.createDataFrame(second, "k int, hi double, lo double"))
+    if write_only:
+        table.compact()
     expected = {}
     for n, (i, j) in enumerate(pairs):
         outcome = (spelled(JAVA_ORDER[max(i, j)]), spelled(JAVA_ORDER[min(i, j)]))
@@ -207,11 +215,16 @@ def test_rbm32_holds_unsigned_32_bit_values(spark: Any, tmp_path: Path) -> None:
         assert [list(BitMap.deserialize(bytes(b))) for _, b in read(table.path, "k, b")] == [expected], name
 
 
-def test_a_null_sequence_sorts_first_in_descending_order(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("write_only", [False, True], ids=["merged", "write-only"])
+def test_a_null_sequence_sorts_first_in_descending_order(
+    spark: Any, tmp_path: Path, write_only: bool
+) -> None:
     """Paimon places a NULL sequence before every value whatever the sort order
     (GenerateUtils.generateRowCompare), so with `descending` the smallest value wins, never NULL."""
     columns = [("k", "int"), ("s", "int"), ("v", "string")]
     options = {"sequence.field": "s", "sequence.field.sort-order": "descending"}
+    if write_only:
+        options["write-only"] = "true"
     table = WideTable.create(spark, tmp_path / "t", columns, ["k"], options)
     table.write(
         spark.createDataFrame(
@@ -228,5 +241,7 @@ def test_a_null_sequence_sorts_first_in_descending_order(spark: Any, tmp_path: P
     )
     table.write(spark.createDataFrame([(4, 5, "five"), (5, None, "null")], "k int, s int, v string"))
     table.write(spark.createDataFrame([(4, None, "null"), (5, 5, "five")], "k int, s int, v string"))
+    if write_only:
+        table.compact()
     found = {r.k: (r.s, r.v) for r in table.read().collect()}
     assert found == {1: (5, "five"), 2: (5, "five"), 3: (3, "three"), 4: (5, "five"), 5: (5, "five")}
