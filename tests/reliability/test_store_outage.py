@@ -48,17 +48,29 @@ def total(table: WideTable) -> int:
     return int(table.read().collect()[0].n)
 
 
-def failing_once(function: Callable[..., Any], after: bool) -> Callable[..., Any]:
+def engine_outage() -> Exception:
+    """What the engine (Sail) raises when the store it reads is down."""
+    from pyspark.errors import QueryExecutionException
+
+    return QueryExecutionException(
+        message="Generic S3 error: Error performing GET http://127.0.0.1:1/outage/t/_delta_log/"
+        "00000000000000000006.json in 3.24s - error sending request"
+    )
+
+
+def failing_once(
+    function: Callable[..., Any], after: bool, error: Callable[[], Exception] = outage
+) -> Callable[..., Any]:
     """`function`, failing its first call like an unreachable store: before it runs or after it did."""
     calls = []
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         calls.append(1)
         if len(calls) == 1 and not after:
-            raise outage()
+            raise error()
         value = function(*args, **kwargs)
         if len(calls) == 1:
-            raise outage()
+            raise error()
         return value
 
     return wrapper
@@ -119,6 +131,19 @@ def test_an_unanswering_store_leaves_the_outcome_unknown_and_says_how_to_find_it
     assert raised.value.committed is None
     monkeypatch.undo()
     assert [c.write_id for c in table.commits()][-1] == raised.value.write_id
+
+
+def test_the_engine_reporting_the_store_down_before_the_commit_is_a_store_error(
+    spark: Any, table: WideTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine, not the store client, may be the one that finds the store down (reading the input
+    or the table): before the commit that too is a StoreError saying nothing was committed."""
+    monkeypatch.setattr(protocol, "prepare_batch", failing_once(protocol.prepare_batch, False, engine_outage))
+    with pytest.raises(StoreError, match="nothing was committed") as raised:
+        table.write(spark.createDataFrame([(1, 1)], "k int, n bigint"))
+    assert raised.value.committed is False
+    retrying_caller(table, spark)
+    assert total(table) == 1 and len(table.commits()) == 2
 
 
 @pytest.mark.parametrize("kind", ["pandas", "arrow"])

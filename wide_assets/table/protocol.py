@@ -14,6 +14,7 @@ docs/commit-protocol.md has the argument.
 from __future__ import annotations
 
 import logging
+import re
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -92,6 +93,9 @@ def committed_by(commits: Sequence[CommitInfo], txn: Txn) -> CommitInfo | None:
     return None
 
 
+# How the engine's object_store client words a failure to reach the store (`Generic S3 error: Error
+# performing GET ...`), as Sail reports it; other engine errors are the query's own.
+ENGINE_STORE_FAILURE = re.compile(r"\bGeneric \w+ error\b")
 # How long a write that lost touch with the store while logging its commit waits for the store to
 # answer again, to find out whether the commit landed.
 OUTAGE_WAIT_S = 60.0
@@ -223,11 +227,17 @@ def attempt(
 
 
 def is_store_error(error: BaseException) -> bool:
-    """Whether `error` is the store failing (unreachable, refusing, timing out), not a lost race."""
+    """Whether `error` is the store failing (unreachable, refusing, timing out), not a lost race: raised
+    by a store client, or by the engine reporting what its own client (object_store) raised."""
     from deltalake.exceptions import DeltaError
     from obstore.exceptions import BaseError
+    from pyspark.errors import PySparkException
 
-    return isinstance(error, OSError | DeltaError | BaseError) and not isinstance(error, arbiter.Conflict)
+    if isinstance(error, arbiter.Conflict):
+        return False
+    if isinstance(error, PySparkException):
+        return ENGINE_STORE_FAILURE.search(first_line(error)) is not None
+    return isinstance(error, OSError | DeltaError | BaseError)
 
 
 def commit_landed(storage: Storage, info: CommitInfo, pinned: int) -> bool:
