@@ -12,7 +12,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from wide_assets import WideTable
+from wide_assets import WideTable, batch
 from wide_assets.errors import StoreError
 from wide_assets.table import arbiter, delta_log, protocol
 from wide_assets.table.objects import TableFiles
@@ -138,7 +138,8 @@ def test_the_engine_reporting_the_store_down_before_the_commit_is_a_store_error(
 ) -> None:
     """The engine, not the store client, may be the one that finds the store down (reading the input
     or the table): before the commit that too is a StoreError saying nothing was committed."""
-    monkeypatch.setattr(protocol, "prepare_batch", failing_once(protocol.prepare_batch, False, engine_outage))
+    reading = failing_once(batch.prepare_batch, after=False, error=engine_outage)
+    monkeypatch.setattr("wide_assets.table.protocol.prepare_batch", reading)
     with pytest.raises(StoreError, match="nothing was committed") as raised:
         table.write(spark.createDataFrame([(1, 1)], "k int, n bigint"))
     assert raised.value.committed is False
