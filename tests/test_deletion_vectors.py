@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
-from deltalake import DeltaTable, QueryBuilder
+from delta_readers import READERS as ALL_READERS
+from delta_readers import rows_by_delta_rs
+from deltalake import DeltaTable
 
 from wide_assets import WideTable
 from wide_assets.table import arbiter, delta_log, table_writes
@@ -44,42 +47,21 @@ def read_by_sail(table: WideTable) -> dict[tuple[int, str], str]:
     return {(r.k, r.part): r.v for r in table.read().collect()}
 
 
+def keyed(rows: list[tuple[Any, ...]]) -> dict[tuple[int, str], str]:
+    found = {(k, part): v for k, part, v in rows}
+    assert len(found) == len(rows), "a key is live twice"
+    return found
+
+
 def read_by_delta_rs(path: str) -> dict[tuple[int, str], str]:
-    """delta-rs's DataFusion reader (QueryBuilder), which applies deletion vectors."""
-    rows = pa.table(
-        QueryBuilder().register("t", DeltaTable(path)).execute("SELECT k, part, v FROM t").read_all()
-    )
-    found = {(r["k"], r["part"]): r["v"] for r in rows.to_pylist()}
-    assert len(found) == rows.num_rows, "a key is live twice"
-    return found
+    return keyed(rows_by_delta_rs(path, "k, part, v"))
 
 
-def read_by_duckdb(path: str) -> dict[tuple[int, str], str]:
-    """DuckDB's `delta` extension (Delta kernel based), loaded from its PyPI package."""
-    import duckdb
-    import duckdb_extension_delta  # type: ignore[import-untyped]  # it ships no type information
-
-    package = Path(duckdb_extension_delta.__file__).parent
-    extension = package / "extensions" / f"v{duckdb.__version__}" / "delta.duckdb_extension"
-    connection = duckdb.connect()
-    connection.sql(f"LOAD '{extension}'")
-    rows = connection.sql(f"SELECT k, part, v FROM delta_scan('{path}')").fetchall()
-    found = {(k, part): v for k, part, v in rows}
-    assert len(found) == len(rows), "a key is live twice"
-    return found
+def by_key(read: Callable[..., list[tuple[Any, ...]]]) -> Callable[[str], dict[tuple[int, str], str]]:
+    return lambda path: keyed(read(path, "k, part, v"))
 
 
-def read_by_polars(path: str) -> dict[tuple[int, str], str]:
-    """polars' own Delta scan."""
-    import polars as pl
-
-    rows = pl.read_delta(path).select("k", "part", "v").rows()
-    found = {(k, part): v for k, part, v in rows}
-    assert len(found) == len(rows), "a key is live twice"
-    return found
-
-
-READERS = {"delta-rs": read_by_delta_rs, "duckdb": read_by_duckdb, "polars": read_by_polars}
+READERS = {name: by_key(read) for name, read in ALL_READERS.items()}
 
 
 def log_actions(path: str, version: int) -> list[dict[str, Any]]:

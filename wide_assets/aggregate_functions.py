@@ -256,6 +256,21 @@ class WrappingProduct(Product):
         return ignoring_nulls(x, wrapped(x, "multiply"))
 
 
+def ordered_before(left: str, right: str, column: Column) -> str:
+    """`left < right` as Paimon's max/min compare values (FieldMaxAgg/FieldMinAgg through
+    InternalRowUtils.compare): FLOAT and DOUBLE in the order of Java's Float/Double.compare, which
+    puts -0.0 before 0.0 and NaN after every other value (+Infinity included), where SQL's `<` finds
+    the zeros equal and engines disagree on NaN."""
+    if column.base_type not in ("float", "double"):
+        return f"{left} < {right}"
+    negative_zero = "({v} = 0 AND CAST({v} AS STRING) LIKE '-%')"
+    zeros = f"({negative_zero.format(v=left)} AND NOT {negative_zero.format(v=right)})"
+    return (
+        f"(CASE WHEN isnan({left}) THEN false WHEN isnan({right}) THEN true "
+        f"WHEN {left} < {right} THEN true WHEN {left} > {right} THEN false ELSE {zeros} END)"
+    )
+
+
 class Max(Aggregator):
     name = "max"
     types = COMPARABLE
@@ -264,7 +279,9 @@ class Max(Aggregator):
     fluss_types = FLUSS_COMPARABLE
 
     def agg(self, x: Operands) -> str:
-        return ignoring_nulls(x, f"(CASE WHEN {x.inp} > {x.acc} THEN {x.inp} ELSE {x.acc} END)")
+        return ignoring_nulls(
+            x, f"(CASE WHEN {ordered_before(x.acc, x.inp, x.column)} THEN {x.inp} ELSE {x.acc} END)"
+        )
 
 
 class Min(Aggregator):
@@ -275,7 +292,9 @@ class Min(Aggregator):
     fluss_types = FLUSS_COMPARABLE
 
     def agg(self, x: Operands) -> str:
-        return ignoring_nulls(x, f"(CASE WHEN {x.inp} < {x.acc} THEN {x.inp} ELSE {x.acc} END)")
+        return ignoring_nulls(
+            x, f"(CASE WHEN {ordered_before(x.inp, x.acc, x.column)} THEN {x.inp} ELSE {x.acc} END)"
+        )
 
 
 class LastValue(Aggregator):
@@ -684,6 +703,7 @@ class RoaringBitmap(Aggregator):
 
     Spark SQL has no RoaringBitmap type, so inside the fold a bitmap is its sorted array of values
     (OR = array_union); vectorized (pandas) UDFs decode and encode with pyroaring at the boundary.
+    A RoaringBitmap32 holds unsigned 32-bit values (up to 2^32 - 1), so both widths fold BIGINTs.
     """
 
     types = ("binary",)
@@ -693,13 +713,12 @@ class RoaringBitmap(Aggregator):
     def __init__(self, bits: int) -> None:
         self.bits = bits
         self.name = f"rbm{bits}"
-        self.element = "int" if bits == 32 else "bigint"
 
     def agg(self, x: Operands) -> str:
         return ignoring_nulls(x, f"array_sort(array_union({x.acc}, {x.inp}))")
 
     def fold_type(self, column: Column) -> str:
-        return f"array<{self.element}>"
+        return "array<bigint>"
 
     def decode(self, value: str, column: Column) -> str:
         return f"wide_assets_{self.name}_decode({value})"
@@ -718,7 +737,7 @@ class RoaringBitmap(Aggregator):
         def encode(values: Any) -> Any:
             return values.map(lambda v: None if v is None else bitmap(list(v)).serialize())
 
-        register_series_function(spark, f"wide_assets_{self.name}_decode", decode, f"array<{self.element}>")
+        register_series_function(spark, f"wide_assets_{self.name}_decode", decode, "array<bigint>")
         register_series_function(spark, f"wide_assets_{self.name}_encode", encode, "binary")
 
 

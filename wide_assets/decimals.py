@@ -55,8 +55,12 @@ def decimal_add(left: str, right: str, t: DecimalType) -> str:
         return f"try_cast({a} + {b} AS {t.sql})"
     if t.scale == 0:
         # decimal(38,0) sums exactly on both engines as long as the result fits, so test that first.
+        # Each room left is computed from `a` clamped to its side of zero: an engine evaluates both
+        # sides of AND for every row, and `least - a` for a large positive `a` overflows (Sail raises).
         most, least = (f"CAST('{sign}{'9' * 38}' AS DECIMAL(38,0))" for sign in ("", "-"))
-        overflows = f"({a} > 0 AND {b} > {most} - {a}) OR ({a} < 0 AND {b} < {least} - {a})"
+        zero = "CAST(0 AS DECIMAL(38,0))"
+        room_up, room_down = f"{most} - greatest({a}, {zero})", f"{least} - least({a}, {zero})"
+        overflows = f"({a} > 0 AND {b} > {room_up}) OR ({a} < 0 AND {b} < {room_down})"
         return f"(CASE WHEN {overflows} THEN CAST(NULL AS {t.sql}) ELSE CAST({a} + {b} AS {t.sql}) END)"
     return _wide_add(a, b, t)
 

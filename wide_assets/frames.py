@@ -64,11 +64,13 @@ def spark_frame(
     # Built anew, without the pandas metadata (index, dtypes) that describes the columns as they were.
     table = pa.table(converted, names=table.column_names)
     try:
-        if stage is not None:
-            return spark.read.schema(to_spark_schema(table.schema)).parquet(stage(table))
-        return spark.createDataFrame(table)
+        if stage is None:
+            return spark.createDataFrame(table)
+        schema = to_spark_schema(table.schema)
     except Exception as error:  # a type Spark has no counterpart for, e.g. uint64
         raise InvalidInputError(f"The {what} cannot be converted to Spark: {first_line(error)}") from error
+    # Outside the try: a store failing to take the staged file is not a problem of the rows.
+    return spark.read.schema(schema).parquet(stage(table))
 
 
 def to_spark_schema(schema: Any) -> Any:

@@ -8,11 +8,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+import pyarrow as pa
 import pytest
 
-from wide_assets import WideTable
+from wide_assets import WideTable, batch
 from wide_assets.errors import StoreError
 from wide_assets.table import arbiter, delta_log, protocol
+from wide_assets.table.objects import TableFiles
+from wide_assets.table.staging import STAGING_DIR
 
 COLUMNS = [("k", "int"), ("n", "bigint")]
 SUM = {"merge-engine": "aggregation", "fields.n.aggregate-function": "sum"}
@@ -22,11 +26,19 @@ def outage() -> OSError:
     return OSError("Kernel error -> Generic S3 error: error sending request: Connection refused")
 
 
-def retrying_caller(table: WideTable, spark: Any) -> Any:
+# One +1 record as each kind of input a write takes (pandas and Arrow rows are staged in the store).
+INPUTS: dict[str, Callable[[Any], Any]] = {
+    "spark": lambda spark: spark.createDataFrame([(1, 1)], "k int, n bigint"),
+    "pandas": lambda spark: pd.DataFrame({"k": [1], "n": [1]}),
+    "arrow": lambda spark: pa.table({"k": [1], "n": [1]}),
+}
+
+
+def retrying_caller(table: WideTable, spark: Any, kind: str = "spark") -> Any:
     """What a user's job does: write +1, and on any error write it again (at most 3 times)."""
     for _ in range(3):
         try:
-            return table.write(spark.createDataFrame([(1, 1)], "k int, n bigint"))
+            return table.write(INPUTS[kind](spark))
         except StoreError as error:
             assert error.committed is False, error  # only then is a retry safe
     raise AssertionError("three failed writes")
@@ -36,17 +48,29 @@ def total(table: WideTable) -> int:
     return int(table.read().collect()[0].n)
 
 
-def failing_once(function: Callable[..., Any], after: bool) -> Callable[..., Any]:
+def engine_outage() -> Exception:
+    """What the engine (Sail) raises when the store it reads is down."""
+    from pyspark.errors import QueryExecutionException
+
+    return QueryExecutionException(
+        message="Generic S3 error: Error performing GET http://127.0.0.1:1/outage/t/_delta_log/"
+        "00000000000000000006.json in 3.24s - error sending request"
+    )
+
+
+def failing_once(
+    function: Callable[..., Any], after: bool, error: Callable[[], Exception] = outage
+) -> Callable[..., Any]:
     """`function`, failing its first call like an unreachable store: before it runs or after it did."""
     calls = []
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         calls.append(1)
         if len(calls) == 1 and not after:
-            raise outage()
+            raise error()
         value = function(*args, **kwargs)
         if len(calls) == 1:
-            raise outage()
+            raise error()
         return value
 
     return wrapper
@@ -109,11 +133,68 @@ def test_an_unanswering_store_leaves_the_outcome_unknown_and_says_how_to_find_it
     assert [c.write_id for c in table.commits()][-1] == raised.value.write_id
 
 
+def test_the_engine_reporting_the_store_down_before_the_commit_is_a_store_error(
+    spark: Any, table: WideTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine, not the store client, may be the one that finds the store down (reading the input
+    or the table): before the commit that too is a StoreError saying nothing was committed."""
+    reading = failing_once(batch.prepare_batch, after=False, error=engine_outage)
+    monkeypatch.setattr("wide_assets.table.protocol.prepare_batch", reading)
+    with pytest.raises(StoreError, match="nothing was committed") as raised:
+        table.write(spark.createDataFrame([(1, 1)], "k int, n bigint"))
+    assert raised.value.committed is False
+    retrying_caller(table, spark)
+    assert total(table) == 1 and len(table.commits()) == 2
+
+
+@pytest.mark.parametrize("kind", ["pandas", "arrow"])
+def test_a_store_failure_deleting_the_staged_input_after_the_commit_is_not_an_error(
+    spark: Any, table: WideTable, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """The staged copy of pandas or Arrow rows is deleted after the commit landed: a store failing
+    then must not fail the write (a retry would apply it twice); the file is left to `vacuum`."""
+    delete = TableFiles.delete
+
+    def failing_for_staged(self: TableFiles, path: str) -> None:
+        if path.startswith(f"{STAGING_DIR}/"):
+            raise outage()
+        delete(self, path)
+
+    monkeypatch.setattr(TableFiles, "delete", failing_for_staged)
+    result = retrying_caller(table, spark, kind)
+    assert total(table) == 1 and len(table.commits()) == 2 and result.commit == 2
+    monkeypatch.undo()
+    assert [f.path for f in TableFiles(table.path).list(STAGING_DIR)], "the staged input is left behind"
+
+
+@pytest.mark.parametrize("kind", ["pandas", "arrow"])
+def test_a_store_failure_staging_the_input_is_a_store_error(
+    spark: Any, table: WideTable, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """Staging pandas or Arrow rows in a store that is down is a store failure before the commit, not
+    invalid input: a StoreError saying nothing was committed, and a retry applies the write once."""
+    monkeypatch.setattr(TableFiles, "write_parquet", failing_once(TableFiles.write_parquet, after=False))
+    with pytest.raises(StoreError, match="nothing was committed") as raised:
+        table.write(INPUTS[kind](spark))
+    assert raised.value.committed is False
+    assert total(table) == 0
+    retrying_caller(table, spark, kind)
+    assert total(table) == 1 and len(table.commits()) == 2
+
+
 WRITER = """
 import sys, time
 from wide_assets import WideTable, get_spark
-path, writes = sys.argv[1], int(sys.argv[2])
+path, writes, kind = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 spark = get_spark()
+def rows():
+    if kind == "pandas":
+        import pandas
+        return pandas.DataFrame({"k": [1], "n": [1]})
+    if kind == "arrow":
+        import pyarrow
+        return pyarrow.table({"k": [1], "n": [1]})
+    return spark.createDataFrame([(1, 1)], "k int, n bigint")
 def retried(call):
     while True:  # a caller that retries every error, as a job would
         try:
@@ -123,7 +204,7 @@ def retried(call):
             time.sleep(0.5)
 table = retried(lambda: WideTable.create(spark, path, [("k", "int"), ("n", "bigint")], ["k"], SUM))
 for write in range(writes):
-    result = retried(lambda: table.write(spark.createDataFrame([(1, 1)], "k int, n bigint")))
+    result = retried(lambda: table.write(rows()))
     print("wrote", write, "commit", result.commit, "pending", result.applied_later, flush=True)
 retried(table.recover)
 print("done", flush=True)
@@ -131,15 +212,17 @@ print("done", flush=True)
 
 
 @pytest.mark.slow
-def test_writes_through_s3_outages_apply_each_write_once(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["spark", "pandas", "arrow"])
+def test_writes_through_s3_outages_apply_each_write_once(tmp_path: Path, kind: str) -> None:
     """A writer that retries every error, without a transaction id, while the S3 server is killed and
-    restarted under it (same port, same data): every write is applied exactly once."""
+    restarted under it (same port, same data): every write is applied exactly once, whatever the
+    input (pandas and Arrow rows are staged in the store, and their staged copy deleted after the
+    commit)."""
     import os
     import subprocess
     import sys
     import time
 
-    import pyarrow as pa
     from deltalake import DeltaTable, QueryBuilder
     from servers import free_ports, patched_environ, seaweedfs
 
@@ -150,7 +233,7 @@ def test_writes_through_s3_outages_apply_each_write_once(tmp_path: Path) -> None
     with seaweedfs(root, "outage", ports) as endpoint:
         path = endpoint.uri("t")
         env = {**os.environ, **endpoint.env, "RUST_LOG": "error"}
-        command = [sys.executable, "-c", WRITER, path, str(writes)]
+        command = [sys.executable, "-c", WRITER, path, str(writes), kind]
         writer = subprocess.Popen(command, stdout=log.open("w"), stderr=subprocess.STDOUT, env=env)
         time.sleep(20)
     for _ in range(outages):  # killed: down for a while, then back on the same port and data

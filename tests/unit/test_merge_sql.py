@@ -45,7 +45,7 @@ def test_merge_order_puts_the_sequence_first_nulls_first() -> None:
     assert merge_order(context({"sequence.field": "seq"})).startswith("c2 ASC NULLS FIRST, ")
     assert merge_order(
         context({"sequence.field": "seq", "sequence.field.sort-order": "descending"})
-    ).startswith("c2 DESC NULLS LAST, ")
+    ).startswith("c2 DESC NULLS FIRST, ")
     assert merge_order(context({})) == "CASE WHEN _stored THEN 0 ELSE 1 END, _arrival"
 
 

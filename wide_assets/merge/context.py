@@ -33,10 +33,14 @@ def all_of(conditions: Sequence[str]) -> str:
 
 
 def comparable(value: str, type_text: str) -> str:
-    """`value` in a form `<=>` accepts on every engine: Spark cannot compare maps, so a map becomes
-    its entries sorted by key."""
-    if type_text.strip().lower().startswith("map"):
+    """`value` in a form `<=>` accepts on every engine and that is equal only for the same value:
+    Spark cannot compare maps, so a map becomes its entries sorted by key; SQL finds -0.0 equal to
+    0.0, so a FLOAT or DOUBLE becomes its text ("-0.0", and "NaN" for every NaN)."""
+    type_name = type_text.strip().lower()
+    if type_name.startswith("map"):
         return f"array_sort(map_entries({value}))"
+    if type_name in ("float", "double", "real"):
+        return f"CAST({value} AS STRING)"
     return value
 
 

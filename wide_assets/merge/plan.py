@@ -55,7 +55,9 @@ def merge_order(ctx: MergeContext) -> str:
     """Section 0.1: sequence.field (NULL first; descending reverses), then arrival, stored row first."""
     keys = []
     if ctx.merge.dialect == "paimon":
-        direction = "DESC NULLS LAST" if ctx.merge.sequence_descending else "ASC NULLS FIRST"
+        # NULL first either way: Paimon's comparator places NULL apart from the direction
+        # (GenerateUtils.generateRowCompare), so descending order never lets a NULL sequence win.
+        direction = "DESC NULLS FIRST" if ctx.merge.sequence_descending else "ASC NULLS FIRST"
         keys = [f"{ctx.aliases[f]} {direction}" for f in ctx.merge.sequence_fields]
     return ", ".join([*keys, "CASE WHEN _stored THEN 0 ELSE 1 END", "_arrival"])
 

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -102,17 +102,57 @@ def write_files(
 
 
 def describe(files: TableFiles, stored: StoredFile) -> DataFile:
-    """The add action of a Parquet file, from its footer: row count, null counts, integer bounds."""
+    """The add action of a Parquet file, from its footer: row count, null counts, integer bounds. A
+    file holding NaN is first written again without bounds on its FLOAT/DOUBLE columns."""
     import pyarrow.parquet as pq
 
     metadata = pq.read_metadata(files.open_parquet(stored.path))
+    floats = floating_columns(metadata)
+    if floats and holds_nan(files, stored.path, floats):
+        stored = without_bounds(files, stored, floats)
+        metadata = pq.read_metadata(files.open_parquet(stored.path))
     return DataFile(
         path=stored.path,
         size=stored.size,
         modification_time=int(stored.modified.timestamp() * 1000),
         partition_values=partition_values(stored.path),
-        stats=json.dumps(statistics(metadata)),
+        stats=json.dumps(statistics(metadata), allow_nan=False),  # JSON has no NaN or Infinity
     )
+
+
+def floating_columns(metadata: Any) -> list[str]:
+    """The top-level FLOAT/DOUBLE columns of a Parquet file."""
+    import pyarrow as pa
+
+    return [f.name for f in metadata.schema.to_arrow_schema() if pa.types.is_floating(f.type)]
+
+
+def holds_nan(files: TableFiles, path: str, columns: list[str]) -> bool:
+    """Whether any of `columns` of the Parquet file `path` holds a NaN (read column by column, one row
+    group at a time: the footer cannot tell, as writers leave NaN out of its bounds)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    for batch in pq.ParquetFile(files.open_parquet(path)).iter_batches(columns=columns):
+        if any(pc.any(pc.is_nan(column)).as_py() for column in batch.columns):
+            return True
+    return False
+
+
+def without_bounds(files: TableFiles, stored: StoredFile, floats: list[str]) -> StoredFile:
+    """`stored` written again, beside it, without footer bounds on its `floats` columns; the original
+    is deleted. Parquet writers leave NaN out of a column's bounds, and Sail, DuckDB and DataFusion
+    skip row groups by them, so `d > 6` (true for NaN, which sorts above +Infinity in every reader)
+    missed a NaN stored beside 5.0; and delta-rs's OPTIMIZE turned such bounds into a file whose
+    minimum equals its maximum, which Sail reads as a constant (the NaN read back as 5.0)."""
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(files.open_parquet(stored.path))
+    folder, _, _ = stored.path.rpartition("/")
+    path = f"{folder}/{uuid.uuid4().hex}.parquet" if folder else f"{uuid.uuid4().hex}.parquet"
+    files.write_parquet(path, rows, statistics=[c for c in rows.column_names if c not in floats])
+    files.delete(stored.path)
+    return StoredFile(path, files.size(path), datetime.now(UTC))
 
 
 def partition_values(path: str) -> dict[str, str | None]:
@@ -165,10 +205,12 @@ def statistics(metadata: Any) -> dict[str, Any]:
 def _bound(value: Any, arrow_type: Any, upper: bool) -> Any:
     """A footer's min or max as Delta's JSON statistics write it, widened where the JSON form is less
     precise (decimals and floats by one step, timestamps to the millisecond); None where no sure bound
-    exists."""
+    exists: for ±Infinity and the largest doubles, which JSON cannot spell (delta-rs leaves them out
+    too, delta-io/delta-rs#1784), and past the last timestamp. A FLOAT/DOUBLE file holding NaN has
+    no bounds in its footer (`without_bounds`), hence none here (delta-io/delta#7101 drops such
+    bounds for the same reason)."""
     import math
     import sys
-    from datetime import date, datetime
     from decimal import Decimal
 
     import pyarrow as pa
@@ -184,10 +226,9 @@ def _bound(value: Any, arrow_type: Any, upper: bool) -> Any:
         # decimal moves one unit of its scale first, so that its float is a bound whatever the digits.
         direction = math.inf if upper else -math.inf
         step = Decimal(1).scaleb(-arrow_type.scale) if types.is_decimal(arrow_type) else 0
-        number = float(value + step if upper else value - step)
-        if math.isnan(number):
+        widened = math.nextafter(float(value + step if upper else value - step), direction)
+        if not math.isfinite(widened):
             return None
-        widened = math.nextafter(number, direction)
         # No subnormal numbers: not every reader parses them.
         return (
             widened
@@ -202,9 +243,12 @@ def _bound(value: Any, arrow_type: Any, upper: bool) -> Any:
     if types.is_date(arrow_type) and isinstance(value, date):
         return value.isoformat()
     if types.is_timestamp(arrow_type) and isinstance(value, datetime):
-        millis = value.replace(microsecond=value.microsecond // 1000 * 1000)
-        if upper and millis < value:
+        millis = value.replace(microsecond=value.microsecond // 1000 * 1000, tzinfo=None)
+        if upper and millis < value.replace(tzinfo=None):
+            if millis > datetime.max - _ONE_MILLISECOND:
+                return None  # the next millisecond is past the last one a timestamp holds
             millis += _ONE_MILLISECOND
-        text = millis.strftime("%Y-%m-%dT%H:%M:%S.") + f"{millis.microsecond // 1000:03d}"
+        # isoformat, not strftime: years before 1000 keep their four digits.
+        text = millis.isoformat(timespec="milliseconds")
         return text + "Z" if arrow_type.tz is not None else text
     return None

@@ -26,23 +26,43 @@ def optimize(storage: Storage, z_order: Sequence[str] | None = None) -> dict[str
     Each lands as exactly the version after the snapshot it planned from: a file a concurrent write
     gave a new vector meanwhile is never rewritten from its old one."""
 
+    writing = without_float_bounds(storage.definition)
+
     def table_attempt() -> dict[str, Any]:
         table = arbiter.open_table(storage.path)
         no_retry = arbiter.commit_properties()
         with arbiter.arbitrated():
             if z_order:
-                return dict(table.optimize.z_order(list(z_order), commit_properties=no_retry))
-            return dict(table.optimize.compact(commit_properties=no_retry))
+                return dict(
+                    table.optimize.z_order(
+                        list(z_order), commit_properties=no_retry, writer_properties=writing
+                    )
+                )
+            return dict(table.optimize.compact(commit_properties=no_retry, writer_properties=writing))
 
     def log_attempt() -> None:
         with arbiter.arbitrated():
             arbiter.open_table(storage.changelog_path).optimize.compact(
-                commit_properties=arbiter.commit_properties()
+                commit_properties=arbiter.commit_properties(), writer_properties=writing
             )
 
     metrics = arbiter.retrying(table_attempt, f"optimizing {storage.path}")[0]
     arbiter.retrying(log_attempt, f"optimizing {storage.changelog_path}")
     return metrics
+
+
+def without_float_bounds(spec: TableDefinition) -> Any:
+    """delta-rs writer settings that give the FLOAT/DOUBLE columns no statistics: its writer leaves NaN
+    out of their bounds, so a rewritten file holding NaN and 5.0 said min = max = 5.0, which Sail reads
+    as the column's constant (`files.without_bounds` does the same for the engine's files)."""
+    from deltalake import ColumnProperties, WriterProperties
+
+    floats = [c.name for c in spec.columns if c.base_type in ("float", "double")]
+    if not floats:
+        return None
+    return WriterProperties(
+        column_properties={c: ColumnProperties(statistics_enabled="NONE") for c in floats}
+    )
 
 
 def vacuum(storage: Storage, retention_hours: int | None = None, dry_run: bool = False) -> list[str]:

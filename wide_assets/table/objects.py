@@ -8,7 +8,7 @@ On S3 the store is configured from the standard AWS_* environment variables, as 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -95,18 +95,19 @@ class TableFiles:
 
         obstore.delete(self._store, path)
 
-    def write_parquet(self, path: str, rows: Any) -> None:
-        """Write the pyarrow Table `rows` as the Parquet file `path`."""
+    def write_parquet(self, path: str, rows: Any, statistics: bool | Sequence[str] = True) -> None:
+        """Write the pyarrow Table `rows` as the Parquet file `path`, with footer statistics for every
+        column or for the `statistics` columns only."""
         import pyarrow as pa
         import pyarrow.parquet as pq
 
         if not is_object_store(self.root):
             local = os.path.join(self.root, path)
             os.makedirs(os.path.dirname(local), exist_ok=True)
-            pq.write_table(rows, local)
+            pq.write_table(rows, local, write_statistics=statistics)
             return
         sink = pa.BufferOutputStream()
-        pq.write_table(rows, sink)
+        pq.write_table(rows, sink, write_statistics=statistics)
         self.put(path, sink.getvalue().to_pybytes())
 
     def open_parquet(self, path: str) -> Any:

@@ -14,6 +14,7 @@ docs/commit-protocol.md has the argument.
 from __future__ import annotations
 
 import logging
+import re
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -94,6 +95,9 @@ def committed_by(commits: Sequence[CommitInfo], txn: Txn) -> CommitInfo | None:
     return None
 
 
+# How the engine's object_store client words a failure to reach the store (`Generic S3 error: Error
+# performing GET ...`), as Sail reports it; other engine errors are the query's own.
+ENGINE_STORE_FAILURE = re.compile(r"\bGeneric \w+ error\b")
 # How long a write that lost touch with the store while logging its commit waits for the store to
 # answer again, to find out whether the commit landed.
 OUTAGE_WAIT_S = 60.0
@@ -109,8 +113,10 @@ def write(
     changes: DataFrame,
     target_columns: Sequence[str] | None,
     txn: Txn | None,
+    write_id: str | None = None,
 ) -> WriteResult:
-    """Merge `changes` into the table and its changelog as one commit (see the module docstring)."""
+    """Merge `changes` into the table and its changelog as one commit (see the module docstring);
+    `write_id` names the commit in the log (a new one when not given)."""
     batches: list[PreparedBatch] = []
 
     def prepared() -> PreparedBatch:
@@ -119,7 +125,7 @@ def write(
             batches.append(prepare_batch(storage.spark, storage.definition, changes, target_columns))
         return batches[0]
 
-    write_id = uuid.uuid4().hex
+    write_id = write_id or uuid.uuid4().hex
     try:
         outcome, conflicts = arbiter.retrying(
             lambda: attempt(storage, prepared, txn, write_id), f"writing to {storage.path}"
@@ -225,11 +231,17 @@ def attempt(
 
 
 def is_store_error(error: BaseException) -> bool:
-    """Whether `error` is the store failing (unreachable, refusing, timing out), not a lost race."""
+    """Whether `error` is the store failing (unreachable, refusing, timing out), not a lost race: raised
+    by a store client, or by the engine reporting what its own client (object_store) raised."""
     from deltalake.exceptions import DeltaError
     from obstore.exceptions import BaseError
+    from pyspark.errors import PySparkException
 
-    return isinstance(error, OSError | DeltaError | BaseError) and not isinstance(error, arbiter.Conflict)
+    if isinstance(error, arbiter.Conflict):
+        return False
+    if isinstance(error, PySparkException):
+        return ENGINE_STORE_FAILURE.search(first_line(error)) is not None
+    return isinstance(error, OSError | DeltaError | BaseError)
 
 
 def commit_landed(storage: Storage, info: CommitInfo, pinned: int) -> bool:

@@ -3,12 +3,14 @@ engine reads them once (Sail inlines `createDataFrame` rows into every plan that
 MERGE reads its source several times), and deleted when the write is done.
 
 The folder starts with `_`, so Delta readers and delta-rs's vacuum never look at it; a staged file
-left by a killed process is never read again, and the table's `vacuum` deletes it after the retention.
+left by a killed process, or one the store failed to delete, is never read again, and the table's
+`vacuum` deletes it after the retention.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -16,6 +18,7 @@ from typing import Any
 from wide_assets.table.objects import TableFiles
 
 STAGING_DIR = "_staging"
+logger = logging.getLogger(__name__)
 
 
 @contextlib.contextmanager
@@ -34,4 +37,11 @@ def staging_area(table_path: str) -> Iterator[Callable[[Any], str]]:
         yield stage
     finally:
         for path in staged:
-            files.delete(path)
+            # Never raises: the block may end after the write's commit landed, and an error then would
+            # make a caller's retry apply the write twice. What is left, `vacuum` deletes.
+            try:
+                files.delete(path)
+            except Exception as error:
+                logger.warning(
+                    "%s: staged input %s not deleted (vacuum deletes it): %s", table_path, path, error
+                )

@@ -12,13 +12,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import DataFrame
 
 from wide_assets.ddl import parse_create_table
-from wide_assets.errors import InvalidOptionError, TableStateError
+from wide_assets.errors import InvalidOptionError, StoreError, TableStateError, first_line
 from wide_assets.frames import spark_frame
 from wide_assets.locking import exclusive
 from wide_assets.schema import Column
@@ -203,9 +204,20 @@ class WideTable:
     ) -> WriteResult:
         """Merge `changes` (a Spark DataFrame, a pandas DataFrame or a pyarrow Table) into the table and
         its changelog as one commit; see `wide_assets.table.protocol`."""
+        write_id = uuid.uuid4().hex
         with staging_area(self.path) as stage, self._locked():
-            frame = spark_frame(self._storage.spark, changes, self.definition.columns, "changes", stage)
-            return protocol.write(self._storage, frame, target_columns, Txn(*txn) if txn else None)
+            try:
+                frame = spark_frame(self._storage.spark, changes, self.definition.columns, "changes", stage)
+            except Exception as error:
+                if not protocol.is_store_error(error):
+                    raise
+                raise StoreError(
+                    f"Writing to {self.path}: staging the changes failed ({first_line(error)}); nothing "
+                    "was committed, so the call can be retried.",
+                    committed=False,
+                    write_id=write_id,
+                ) from error
+            return protocol.write(self._storage, frame, target_columns, Txn(*txn) if txn else None, write_id)
 
     def recover(self) -> bool:
         """Finish a commit whose MERGE did not land (after a crash); True if one was applied."""
