@@ -148,7 +148,8 @@ Deletes = Annotated[
     Literal["remove-row", "clear-columns", "ignore"],
     Field(
         description="What a `-D` of this source means: the whole wide row goes, only the columns it "
-        "feeds become NULL, or nothing. The convergence check expects exactly this."
+        "feeds become NULL (the table's options do these two; the convergence check expects them), or "
+        "nothing (its `-U`/`-D` records are not written)."
     ),
 ]
 MaxBadRecords = Annotated[
@@ -252,6 +253,19 @@ class SourceDeclaration(Declaration):
     ] = None
 
     max_bad_records: MaxBadRecords = None
+    encodings: Annotated[
+        dict[str, str],
+        Field(
+            default_factory=dict,
+            description="A `debezium` source's columns whose values arrive encoded when its records carry "
+            "no `schema` (a record's schema decides when it has one): column -> Debezium's or Kafka "
+            "Connect's logical type, e.g. `io.debezium.time.Date` (days since the epoch), "
+            "`io.debezium.time.Timestamp` (ms), `io.debezium.time.MicroTimestamp`, "
+            "`io.debezium.time.NanoTimestamp`, `io.debezium.time.ZonedTimestamp`, "
+            "`org.apache.kafka.connect.data.Decimal` (base64, the declared column's scale).",
+            examples=[{"shipped": "io.debezium.time.Date", "price": "org.apache.kafka.connect.data.Decimal"}],
+        ),
+    ]
 
     def with_defaults(self, defaults: SourceDefaults | None) -> SourceDeclaration:
         """This source with each field it does not set taken from `defaults`, where they set it."""
@@ -286,6 +300,7 @@ class SourceDeclaration(Declaration):
             set_columns=self.set_columns,
             ignore_null_updates=tuple(self.ignore_null_updates),
             snapshot=None if self.snapshot is None else self.snapshot.spec(),
+            encodings=self.encodings,
         )
 
 
