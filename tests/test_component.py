@@ -802,6 +802,32 @@ def test_convergence_fails_when_the_options_do_not_mean_what_the_declaration_say
         assert convergence.metadata["differing_keys_by_column"].value == {"name": 1, "profile_ts": 1}
 
 
+def test_a_failed_blocking_check_says_the_history_is_not_materialized(
+    spark: Any, sandbox: DefsFolderSandbox, tmp_path: Path
+) -> None:
+    """Dagster skips the history when a blocking check of the table fails: the check's result, the
+    run's log and the history asset (an observation) say so, naming the check."""
+    path, doc = scaffold(sandbox)
+    for name, content in LATE_PROFILES.items():
+        (sandbox.project_root / "data" / name).write_text(content, "utf-8")
+    _table(doc)["options"] = {"merge-engine": "partial-update"}  # the late profile wins: no convergence
+    doc["attributes"]["history"] = {"track": ["name", "points"]}
+    deployment = lake(spark, sandbox, build(sandbox, path, doc), tmp_path)
+    result = deployment.run()
+    convergence = evaluations(result)["converges_to_source_join"]
+    history = dg.AssetKey(["my_table", "my_table_history"])
+    assert not convergence.passed
+    materialized = {e.asset_key for e in result.get_asset_materialization_events()}
+    assert dg.AssetKey(["my_table", "my_table"]) in materialized and history not in materialized
+    assert convergence.metadata["not_materialized"].value == ["my_table/my_table_history"]
+    observed = [
+        e.asset_observation_data.asset_observation for e in result.all_events if e.is_asset_observation
+    ]
+    [note] = [str(o.metadata["not_materialized"].value) for o in observed if o.asset_key == history]
+    assert "my_table/my_table_history is not materialized" in note and "converges_to_source_join" in note
+    assert any(e.message and note in e.message for e in result.all_events)  # the run's log
+
+
 @pytest.mark.parametrize("options_ignore_deletes", [True, False])
 def test_declared_ignored_deletes_are_ignored_whatever_the_options(
     spark: Any, sandbox: DefsFolderSandbox, tmp_path: Path, options_ignore_deletes: bool

@@ -198,20 +198,57 @@ def table_check(
     description: str,
     evaluate: Callable[["SparkSession", "WideTable", LakeLocator], dg.AssetCheckResult],
 ) -> dg.AssetChecksDefinition:
-    """A blocking check of `spec`'s table: `evaluate(spark, table, lake)` inside the check run."""
+    """A blocking check of `spec`'s table: `evaluate(spark, table, lake)` inside the check run. When it
+    fails, Dagster does not materialize the table's history in the run: the result, the run's log
+    and an observation of the history asset say so."""
     key = asset_key(spec, spec.name)
+    blocked = _blocked_by_table_checks(spec)
+    if blocked:
+        description += f" Blocking: when it fails, {', '.join(blocked)} is not materialized in the run."
 
     @dg.asset_check(asset=key, name=name, blocking=True, description=description)
     def _check(
-        spark: dg.ResourceParam[SparkProvider], lake: dg.ResourceParam[LakeLocator]
+        context: dg.AssetCheckExecutionContext,
+        spark: dg.ResourceParam[SparkProvider],
+        lake: dg.ResourceParam[LakeLocator],
     ) -> dg.AssetCheckResult:
         """A table that fails this is not what its sources say it is, so nothing downstream may read it."""
         from wide_assets.table import WideTable
 
         session = spark.spark
-        return evaluate(session, WideTable.open(session, table_path(lake, spec)), lake)
+        result = evaluate(session, WideTable.open(session, table_path(lake, spec)), lake)
+        if result.passed or not blocked:
+            return result
+        note = (
+            f"{', '.join(blocked)} is not materialized in run {context.op_execution_context.run_id}: the blocking check {name} "
+            f"of {key.to_user_string()} failed. It stays at the commit of {spec.name} it last applied "
+            "until a run passes the check."
+        )
+        context.log.error(note)
+        for downstream in blocked:
+            observation = dg.AssetObservation(
+                asset_key=dg.AssetKey.from_user_string(downstream),
+                metadata={"not_materialized": note, "blocked_by_check": f"{key.to_user_string()}:{name}"},
+            )
+            context.op_execution_context.log_event(observation)
+        return dg.AssetCheckResult(
+            passed=False,
+            severity=result.severity,
+            description=f"{result.description or ''} ({note})".strip(),
+            metadata={**result.metadata, "not_materialized": blocked},
+        )
 
     return _check
+
+
+def _blocked_by_table_checks(spec: LakeTableSpec) -> list[str]:
+    """The assets (as user strings) that a failed blocking check of `spec`'s table keeps from being
+    materialized in its run: the history of a table that declares one."""
+    if getattr(spec, "history", None) is None:
+        return []
+    from wide_assets.pipelines.history import history_key  # builds on this module
+
+    return [history_key(spec).to_user_string()]  # type: ignore[arg-type]
 
 
 def unique_check(
