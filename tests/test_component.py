@@ -226,15 +226,23 @@ BAD: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     ),
     "unknown format": (
         lambda d: _source(d).update(format="cvs"),
-        "Input should be 'csv', 'parquet', 'debezium', 'flink-json' or 'delta'",
+        "`format` is 'cvs', which is not one of csv, parquet, debezium, flink-json, delta (did you mean 'csv'?).",
     ),
     "feeds an unknown column": (
         lambda d: _source(d, 1)["feeds"].update(points="pionts"),
         "source loyalty: it feeds ['pionts'], which are not value columns of my_table",
     ),
+    "a source without its description": (
+        lambda d: _source(d).pop("description"),
+        "`description` is required here: One line: what its records are.",
+    ),
+    "option value not among its choices": (
+        lambda d: _table(d)["options"].update({"merge-engine": "partial_update"}),
+        "Valid values: deduplicate, partial-update, aggregation, first-row (did you mean 'partial-update'?).",
+    ),
     "unknown delete rule": (
         lambda d: _source(d).update(deletes="drop"),
-        "Input should be 'remove-row', 'clear-columns' or 'ignore'",
+        "`deletes` is 'drop', which is not one of remove-row, clear-columns, ignore.",
     ),
     "ddl and columns": (
         lambda d: _table(d).update(ddl="CREATE TABLE my_table (customer_id STRING)"),
@@ -500,6 +508,49 @@ REFUSALS = {
         [
             "{file}:{line} - wide_assets.WideTableComponent attributes.sources.0.op_tme "
             "Additional properties are not allowed ('op_tme' was unexpected)"
+        ],
+    ),
+    "an option value not among its choices": (
+        ("merge-engine: partial-update", "merge-engine: partial_update"),
+        (),
+        "stderr",
+        [
+            "{file}:{line}: attributes.table.options.merge-engine",
+            "  table my_table: Could not parse value 'partial_update' for key 'merge-engine'. Valid values: "
+            "deduplicate, partial-update, aggregation, first-row (did you mean 'partial-update'?).",
+        ],
+    ),
+    "a misspelled column type, at the column": (
+        ("      points: int\n", "      points: integr\n"),
+        (),
+        "stderr",
+        [
+            "{file}:{line}: attributes.table.columns.points",
+            "  table my_table: column points has type 'integr': unknown type name 'integr' (did you mean "
+            "'integer'?).",
+        ],
+    ),
+    # A value the YAML's schema refuses, where dg's YAML check did not see it (see below).
+    "a delete rule not among its choices": (
+        ("deletes: clear-columns", "deletes: clear_columns"),
+        ("--no-check-yaml",),
+        "stderr",
+        [
+            "{file}:{line}: attributes.sources[1].deletes",
+            "  `deletes` is 'clear_columns', which is not one of remove-row, clear-columns, ignore (did you "
+            "mean 'clear-columns'?).",
+        ],
+    ),
+    "a source without its description": (
+        (
+            "    - name: loyalty\n      description: Loyalty point balance changes; a delete clears the balance.\n",
+            "    - name: loyalty\n",
+        ),
+        ("--no-check-yaml",),
+        "stderr",
+        [
+            "{file}:{line}: attributes.sources[1].description",
+            "  `description` is required here: One line: what its records are.",
         ],
     ),
     # Found while the definitions are built, after the declaration parsed: located all the same.
