@@ -879,6 +879,51 @@ def test_a_failed_blocking_check_says_the_history_is_not_materialized(
     assert any(e.message and note in e.message for e in result.all_events)  # the run's log
 
 
+@pytest.mark.parametrize("quarantine", ["warn", "block"])
+def test_quarantined_records_show_per_source_on_the_table_and_may_block_the_run(
+    spark: Any, sandbox: DefsFolderSandbox, tmp_path: Path, quarantine: str
+) -> None:
+    path, doc = scaffold(sandbox)
+    _source(doc, 1)["max_bad_records"] = 5
+    doc["attributes"]["checks"]["quarantine"] = quarantine
+    # Without `block`, the growth check is one of the source warnings.
+    doc["attributes"]["checks"]["source_health"] = {"max_lag_hours": 10**6}
+    bad = "customer_id,points,changed_at\nc3,lots,2025-01-05 13:00:00\nc3,7,2025-01-05 13:01:00\n"
+    (sandbox.project_root / "data" / "my_table" / "loyalty_002.csv").write_text(bad, "utf-8")
+    deployment = lake(spark, sandbox, build(sandbox, path, doc), tmp_path)
+    result = deployment.run()
+    growth = evaluations(result)["loyalty_quarantine_growth"]
+    assert not growth.passed and growth.metadata["quarantined_last_run"].value == 1
+    table = result.asset_materializations_for_node("my_table__my_table")
+    if quarantine == "warn":
+        assert result.success and growth.severity == dg.AssetCheckSeverity.WARN
+        assert table[0].metadata["quarantined_records"].value == {"loyalty": 1}
+    else:
+        # Blocking: the run fails before the table applies loyalty's good record (c3, 7).
+        assert not result.success and growth.severity == dg.AssetCheckSeverity.ERROR and not table
+
+
+def test_a_convergence_check_turned_off_says_so_on_the_tables_checks(
+    sandbox: DefsFolderSandbox, tmp_path: Path
+) -> None:
+    path, doc = scaffold(sandbox)
+    doc["attributes"]["checks"]["convergence"] = False
+    defs = build(sandbox, path, doc)
+    key = dg.AssetCheckKey(dg.AssetKey(["my_table", "my_table"]), "converges_to_source_join")
+    [check] = [c for c in defs.asset_checks or [] if key in c.check_keys]
+    [spec] = check.check_specs
+    assert not spec.blocking and spec.description is not None
+    assert spec.description.startswith(
+        "Off: the declaration of my_table turned it off (checks: convergence: false)"
+    )
+    evaluation = check()
+    assert isinstance(evaluation, dg.AssetCheckResult)
+    assert evaluation.passed and evaluation.severity == dg.AssetCheckSeverity.WARN
+    assert evaluation.description is not None and evaluation.description.startswith(
+        "Not judged: the declaration"
+    )
+
+
 @pytest.mark.parametrize("options_ignore_deletes", [True, False])
 def test_declared_ignored_deletes_are_ignored_whatever_the_options(
     spark: Any, sandbox: DefsFolderSandbox, tmp_path: Path, options_ignore_deletes: bool

@@ -32,6 +32,12 @@ def check_assembly(
 
     from wide_assets.pipelines.convergence import convergence_refusal
 
+    if checks.quarantine == "block" and all(source.max_bad_records is None for source in spec.sources):
+        raise DeclarationProblem(
+            f"table {spec.name}: quarantine: block needs a source that quarantines; none of "
+            f"{[source.name for source in spec.sources]} sets max_bad_records (a bad record fails its run).",
+            ("checks", "quarantine"),
+        )
     if checks.convergence:
         refusal = convergence_refusal(spec)
         if refusal:

@@ -250,6 +250,7 @@ class WideTableComponent(dg.Component, dg.Resolvable, dg.Model):
             convergence=self.checks.convergence,
             rows_never_change=self.checks.rows_never_change,
             source_health=health.max_lag if health else None,
+            quarantine_blocking=self.checks.quarantine == "block",
             sensor=sensor,
             schedule=self.automation.schedule,
             failure_sensor=self.automation.run_failure_sensor,

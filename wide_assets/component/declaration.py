@@ -336,6 +336,14 @@ class ChecksDeclaration(Declaration):
     source_health: Annotated[
         SourceHealthDeclaration | None, Field(description="Source warnings; omit for none.")
     ] = None
+    quarantine: Annotated[
+        Literal["warn", "block"],
+        Field(
+            description="Records a source quarantined (`max_bad_records`): a warning under `source_health`, "
+            "or `block`: a blocking `<source>_quarantine_growth` check on every quarantining source, which "
+            "fails the run before the table applies the source when its latest ingest quarantined any."
+        ),
+    ] = "warn"
 
 
 class CompactionDeclaration(Declaration):

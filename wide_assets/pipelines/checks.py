@@ -355,10 +355,15 @@ def applied_records(
 
 
 # ------------------------------------------------------------------------------------------ source health
-def _warning(passed: bool, description: str, **metadata: Any) -> dg.AssetCheckResult:
+def _warning(
+    passed: bool,
+    description: str,
+    severity: dg.AssetCheckSeverity = dg.AssetCheckSeverity.WARN,
+    **metadata: Any,
+) -> dg.AssetCheckResult:
     return dg.AssetCheckResult(
         passed=passed,
-        severity=dg.AssetCheckSeverity.WARN,
+        severity=severity,
         description=None if passed else description,
         metadata=metadata,
     )
@@ -469,8 +474,11 @@ def schema_drift_check(spec: LakeTableSpec, source: SourceSpec) -> dg.AssetCheck
     return _drift
 
 
-def quarantine_growth_check(spec: LakeTableSpec, source: SourceSpec) -> dg.AssetChecksDefinition:
-    """Warns when the latest ingest of `source` quarantined malformed records (delta-rs, no Spark)."""
+def quarantine_growth_check(
+    spec: LakeTableSpec, source: SourceSpec, blocking: bool = False
+) -> dg.AssetChecksDefinition:
+    """Warns when the latest ingest of `source` quarantined malformed records (delta-rs, no Spark);
+    `blocking`: fails instead (ERROR), so the run does not apply the source's other records."""
     if source.max_bad_records is None:
         raise ValueError(f"source {source.name}: it has no quarantine (max_bad_records is None).")
     key = asset_key(spec, source.name)
@@ -478,8 +486,13 @@ def quarantine_growth_check(spec: LakeTableSpec, source: SourceSpec) -> dg.Asset
     @dg.asset_check(
         asset=key,
         name=f"{source.name}_quarantine_growth",
-        blocking=False,
-        description=f"The latest {source.name} ingest quarantined no malformed record.",
+        blocking=blocking,
+        description=f"The latest {source.name} ingest quarantined no malformed record."
+        + (
+            f" Blocking: a quarantined record stops the run before {spec.name} applies the source."
+            if blocking
+            else ""
+        ),
     )
     def _growth(
         context: dg.AssetCheckExecutionContext, lake: dg.ResourceParam[LakeLocator]
@@ -501,6 +514,7 @@ def quarantine_growth_check(spec: LakeTableSpec, source: SourceSpec) -> dg.Asset
         return _warning(
             added == 0,
             f"{source.name}: the latest ingest quarantined {added} record(s); {total} in quarantine at {path}.",
+            dg.AssetCheckSeverity.ERROR if blocking else dg.AssetCheckSeverity.WARN,
             quarantined_last_run=added,
             quarantine_rows=total,
             max_bad_records=source.max_bad_records,
@@ -510,14 +524,15 @@ def quarantine_growth_check(spec: LakeTableSpec, source: SourceSpec) -> dg.Asset
 
 
 def source_health_checks(
-    spec: LakeTableSpec, sources: Sequence[SourceSpec], max_lag: timedelta
+    spec: LakeTableSpec, sources: Sequence[SourceSpec], max_lag: timedelta, quarantine: bool = True
 ) -> list[dg.AssetChecksDefinition]:
-    """Freshness, schema drift and quarantine growth of every source that supports them (non-blocking)."""
+    """Freshness, schema drift and (with `quarantine`) quarantine growth of every source that supports
+    them (non-blocking)."""
     checks = []
     for source in sources:
         checks.append(freshness_check(spec, source, max_lag))
         if source.format in JSON_FORMATS:
             checks.append(schema_drift_check(spec, source))
-        if source.max_bad_records is not None:
+        if quarantine and source.max_bad_records is not None:
             checks.append(quarantine_growth_check(spec, source))
     return checks
