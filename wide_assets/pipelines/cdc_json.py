@@ -157,10 +157,15 @@ def _values(
         ):
             values.append(_text(value))
             if _bare_number(value) and types[column].lower().startswith(_TEMPORAL_TYPES):
+                needs = (
+                    "its encoding from the envelope's schema or the source's `encodings` (e.g. "
+                    "io.debezium.time.Date for days since the epoch)"
+                    if source.format == "debezium"
+                    else "text (e.g. '2026-11-20', '2026-11-20 10:15:00')"
+                )
                 problems.append(
-                    f"column {column}: {value} is a number; a {types[column]} column needs its encoding from "
-                    "the envelope's schema or the source's `encodings` (e.g. io.debezium.time.Date for days "
-                    "since the epoch) (undeclared encoding)"
+                    f"column {column}: {value} is a number; a {types[column]} column needs {needs} "
+                    "(undeclared encoding)"
                 )
             continue
         try:
