@@ -176,6 +176,12 @@ def test_a_column_set_naming_an_unknown_column_is_refused(spark: Any, tmp_path: 
             },
             "columns b have aggregate functions",
         ),
+        # Writers that skip the lookup of the stored rows: the lists would be lost in the log (S5).
+        (
+            {"merge-engine": "partial-update", "fields.g.sequence-group": "a,b", "write-only": "true"},
+            "the table is write-only",
+        ),
+        ({"merge-engine": "deduplicate", "write-only": "true"}, "the table is write-only"),
     ],
 )
 def test_column_sets_are_refused_where_they_mean_nothing(
@@ -185,6 +191,32 @@ def test_column_sets_are_refused_where_they_mean_nothing(
     record = {"k": 1, "a": "x", "b": 1, "c": None, "g": 1, "_row_kind": "+I", "_set_columns": ["a"]}
     with pytest.raises(InvalidInputError, match=refusal):
         table.write(spark.createDataFrame(pa.Table.from_pylist([record], schema=SCHEMA)))
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        # By hand: `a` is listed and takes the NULL; `b`, `c` are not and keep 1 and 'c'; `g` too,
+        # except as deduplicate's `sequence.field`, which is always the record's own (S1, S2).
+        ({"merge-engine": "partial-update", "write-only": "true"}, (1, None, 1, "c", 1)),
+        ({"merge-engine": "deduplicate", "sequence.field": "g", "write-only": "true"}, (1, None, 1, "c", 2)),
+    ],
+)
+def test_a_write_only_table_whose_writers_look_up_the_stored_rows_takes_column_sets(
+    spark: Any, tmp_path: Any, options: dict[str, str], expected: tuple[Any, ...]
+) -> None:
+    """S5: such writers merge each commit with the stored rows as a copy-on-write table's do (a
+    partial-update without sequence groups rejects a delete merged with the stored row; a
+    `sequence.field` orders the stored row among the records), so the lists are applied then."""
+    table = WideTable.create(spark, tmp_path / "t", COLUMNS, ["k"], options)
+    assert not table.definition.merge.lookup_free_writes
+    first = {"k": 1, "a": "x", "b": 1, "c": "c", "g": 1, "_row_kind": "+I", "_set_columns": None}
+    second = {"k": 1, "a": None, "b": 9, "c": None, "g": 2, "_row_kind": "+I", "_set_columns": ["a"]}
+    for record in (first, second):
+        table.write(spark.createDataFrame(pa.Table.from_pylist([record], schema=SCHEMA)))
+    assert [tuple(r) for r in table.read().collect()] == [expected]
+    table.compact()
+    assert [tuple(r) for r in table.read().collect()] == [expected]
 
 
 # A declared source whose records list the columns they set, with `phone` NULLs ignored: three runs,

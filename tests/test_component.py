@@ -226,15 +226,23 @@ BAD: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     ),
     "unknown format": (
         lambda d: _source(d).update(format="cvs"),
-        "Input should be 'csv', 'parquet', 'debezium', 'flink-json' or 'delta'",
+        "`format` is 'cvs', which is not one of csv, parquet, debezium, flink-json, delta (did you mean 'csv'?).",
     ),
     "feeds an unknown column": (
         lambda d: _source(d, 1)["feeds"].update(points="pionts"),
         "source loyalty: it feeds ['pionts'], which are not value columns of my_table",
     ),
+    "a source without its description": (
+        lambda d: _source(d).pop("description"),
+        "`description` is required here: One line: what its records are.",
+    ),
+    "option value not among its choices": (
+        lambda d: _table(d)["options"].update({"merge-engine": "partial_update"}),
+        "Valid values: deduplicate, partial-update, aggregation, first-row (did you mean 'partial-update'?).",
+    ),
     "unknown delete rule": (
         lambda d: _source(d).update(deletes="drop"),
-        "Input should be 'remove-row', 'clear-columns' or 'ignore'",
+        "`deletes` is 'drop', which is not one of remove-row, clear-columns, ignore.",
     ),
     "ddl and columns": (
         lambda d: _table(d).update(ddl="CREATE TABLE my_table (customer_id STRING)"),
@@ -500,6 +508,49 @@ REFUSALS = {
         [
             "{file}:{line} - wide_assets.WideTableComponent attributes.sources.0.op_tme "
             "Additional properties are not allowed ('op_tme' was unexpected)"
+        ],
+    ),
+    "an option value not among its choices": (
+        ("merge-engine: partial-update", "merge-engine: partial_update"),
+        (),
+        "stderr",
+        [
+            "{file}:{line}: attributes.table.options.merge-engine",
+            "  table my_table: Could not parse value 'partial_update' for key 'merge-engine'. Valid values: "
+            "deduplicate, partial-update, aggregation, first-row (did you mean 'partial-update'?).",
+        ],
+    ),
+    "a misspelled column type, at the column": (
+        ("      points: int\n", "      points: integr\n"),
+        (),
+        "stderr",
+        [
+            "{file}:{line}: attributes.table.columns.points",
+            "  table my_table: column points has type 'integr': unknown type name 'integr' (did you mean "
+            "'integer'?).",
+        ],
+    ),
+    # A value the YAML's schema refuses, where dg's YAML check did not see it (see below).
+    "a delete rule not among its choices": (
+        ("deletes: clear-columns", "deletes: clear_columns"),
+        ("--no-check-yaml",),
+        "stderr",
+        [
+            "{file}:{line}: attributes.sources[1].deletes",
+            "  `deletes` is 'clear_columns', which is not one of remove-row, clear-columns, ignore (did you "
+            "mean 'clear-columns'?).",
+        ],
+    ),
+    "a source without its description": (
+        (
+            "    - name: loyalty\n      description: Loyalty point balance changes; a delete clears the balance.\n",
+            "    - name: loyalty\n",
+        ),
+        ("--no-check-yaml",),
+        "stderr",
+        [
+            "{file}:{line}: attributes.sources[1].description",
+            "  `description` is required here: One line: what its records are.",
         ],
     ),
     # Found while the definitions are built, after the declaration parsed: located all the same.
@@ -802,10 +853,83 @@ def test_convergence_fails_when_the_options_do_not_mean_what_the_declaration_say
         assert convergence.metadata["differing_keys_by_column"].value == {"name": 1, "profile_ts": 1}
 
 
+def test_a_failed_blocking_check_says_the_history_is_not_materialized(
+    spark: Any, sandbox: DefsFolderSandbox, tmp_path: Path
+) -> None:
+    """Dagster skips the history when a blocking check of the table fails: the check's result, the
+    run's log and the history asset (an observation) say so, naming the check."""
+    path, doc = scaffold(sandbox)
+    for name, content in LATE_PROFILES.items():
+        (sandbox.project_root / "data" / name).write_text(content, "utf-8")
+    _table(doc)["options"] = {"merge-engine": "partial-update"}  # the late profile wins: no convergence
+    doc["attributes"]["history"] = {"track": ["name", "points"]}
+    deployment = lake(spark, sandbox, build(sandbox, path, doc), tmp_path)
+    result = deployment.run()
+    convergence = evaluations(result)["converges_to_source_join"]
+    history = dg.AssetKey(["my_table", "my_table_history"])
+    assert not convergence.passed
+    materialized = {e.asset_key for e in result.get_asset_materialization_events()}
+    assert dg.AssetKey(["my_table", "my_table"]) in materialized and history not in materialized
+    assert convergence.metadata["not_materialized"].value == ["my_table/my_table_history"]
+    observed = [
+        e.asset_observation_data.asset_observation for e in result.all_events if e.is_asset_observation
+    ]
+    [note] = [str(o.metadata["not_materialized"].value) for o in observed if o.asset_key == history]
+    assert "my_table/my_table_history is not materialized" in note and "converges_to_source_join" in note
+    assert any(e.message and note in e.message for e in result.all_events)  # the run's log
+
+
+@pytest.mark.parametrize("quarantine", ["warn", "block"])
+def test_quarantined_records_show_per_source_on_the_table_and_may_block_the_run(
+    spark: Any, sandbox: DefsFolderSandbox, tmp_path: Path, quarantine: str
+) -> None:
+    path, doc = scaffold(sandbox)
+    _source(doc, 1)["max_bad_records"] = 5
+    doc["attributes"]["checks"]["quarantine"] = quarantine
+    # Without `block`, the growth check is one of the source warnings.
+    doc["attributes"]["checks"]["source_health"] = {"max_lag_hours": 10**6}
+    bad = "customer_id,points,changed_at\nc3,lots,2025-01-05 13:00:00\nc3,7,2025-01-05 13:01:00\n"
+    (sandbox.project_root / "data" / "my_table" / "loyalty_002.csv").write_text(bad, "utf-8")
+    deployment = lake(spark, sandbox, build(sandbox, path, doc), tmp_path)
+    result = deployment.run()
+    growth = evaluations(result)["loyalty_quarantine_growth"]
+    assert not growth.passed and growth.metadata["quarantined_last_run"].value == 1
+    table = result.asset_materializations_for_node("my_table__my_table")
+    if quarantine == "warn":
+        assert result.success and growth.severity == dg.AssetCheckSeverity.WARN
+        assert table[0].metadata["quarantined_records"].value == {"loyalty": 1}
+    else:
+        # Blocking: the run fails before the table applies loyalty's good record (c3, 7).
+        assert not result.success and growth.severity == dg.AssetCheckSeverity.ERROR and not table
+
+
+def test_a_convergence_check_turned_off_says_so_on_the_tables_checks(
+    sandbox: DefsFolderSandbox, tmp_path: Path
+) -> None:
+    path, doc = scaffold(sandbox)
+    doc["attributes"]["checks"]["convergence"] = False
+    defs = build(sandbox, path, doc)
+    key = dg.AssetCheckKey(dg.AssetKey(["my_table", "my_table"]), "converges_to_source_join")
+    [check] = [c for c in defs.asset_checks or [] if key in c.check_keys]
+    [spec] = check.check_specs
+    assert not spec.blocking and spec.description is not None
+    assert spec.description.startswith(
+        "Off: the declaration of my_table turned it off (checks: convergence: false)"
+    )
+    evaluation = check()
+    assert isinstance(evaluation, dg.AssetCheckResult)
+    assert evaluation.passed and evaluation.severity == dg.AssetCheckSeverity.WARN
+    assert evaluation.description is not None and evaluation.description.startswith(
+        "Not judged: the declaration"
+    )
+
+
 @pytest.mark.parametrize("options_ignore_deletes", [True, False])
-def test_declared_ignored_deletes_converge_only_where_the_options_ignore_them(
+def test_declared_ignored_deletes_are_ignored_whatever_the_options(
     spark: Any, sandbox: DefsFolderSandbox, tmp_path: Path, options_ignore_deletes: bool
 ) -> None:
+    """`deletes: ignore` drops the source's retractions before the merge: without `ignore-delete`
+    the table's sequence group would clear the columns (P10)."""
     path, doc = scaffold(sandbox)
     _source(doc, 1)["deletes"] = "ignore"
     if options_ignore_deletes:
@@ -818,13 +942,9 @@ def test_declared_ignored_deletes_converge_only_where_the_options_ignore_them(
     result = deployment.run()
     convergence = evaluations(result)["converges_to_source_join"]
     c2 = {r[0]: r for r in deployment.rows(spark, "my_table/my_table")}["c2"]
-    if options_ignore_deletes:
-        # By hand: c2's loyalty delete is ignored, its balance and time stay.
-        assert result.success and convergence.passed
-        assert c2 == ("c2", "Grace", ts("2025-01-05 09:01:00"), 5, ts("2025-01-05 09:31:00"))
-    else:
-        assert not convergence.passed and c2[3] is None
-        assert convergence.metadata["differing_keys_by_column"].value == {"points": 1, "points_ts": 1}
+    # By hand: c2's loyalty delete is ignored, its balance and time stay.
+    assert result.success and convergence.passed
+    assert c2 == ("c2", "Grace", ts("2025-01-05 09:01:00"), 5, ts("2025-01-05 09:31:00"))
 
 
 ACCOUNTS = """\

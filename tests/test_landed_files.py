@@ -124,6 +124,32 @@ def test_a_quarantining_source_quarantines_an_unreadable_file_and_ingests_its_ot
     assert reason.endswith("(unreadable file)")
 
 
+def test_a_quarantining_source_with_a_binary_column_quarantines_its_bad_parquet_records(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Bytes that are not UTF-8 are kept as base64 in the quarantined record's text."""
+    (tmp_path / "in").mkdir()
+    blobs = pa.table({"order_id": pa.array([1, None], pa.int64()), "blob": [b"\xff\xfe", b"\x80"]})
+    pq.write_table(blobs, tmp_path / "in" / "b1.parquet")
+    spec = SourceSpec(
+        name="attachments",
+        description="Attachments per order.",
+        files=("in/*.parquet",),
+        columns=(("order_id", "bigint"), ("blob", "binary")),
+        primary_key=("order_id",),
+        feeds={"blob": "blob"},
+        format="parquet",
+        max_bad_records=1,
+    )
+    cdc = str(tmp_path / "cdc")
+    assert ingest(spark, spec, landed_files(tmp_path, spec), cdc).quarantined == 1
+    [ingested] = spark.read.format("delta").load(cdc).collect()
+    assert (ingested.order_id, bytes(ingested.blob)) == (1, b"\xff\xfe")
+    [(line, reason, record)] = rows(spark, quarantine_path(cdc), "_source_line", "_reason", "_record")
+    assert (line, record) == (2, "gA==")  # 0x80, base64
+    assert reason == "column order_id: NULL primary key (missing key)"
+
+
 def test_a_csv_file_that_is_not_utf8_names_its_line(spark: Any, tmp_path: Path) -> None:
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "p1.csv").write_bytes(b"order_id,amount,method\n1,10,card\n2,20,\xff\n")

@@ -202,7 +202,7 @@ def _quarantine(spark: Any, pipeline: Pipeline, source: str) -> list[Any]:
 
 def test_each_malformed_record_is_quarantined_with_its_reason(spark: Any, tmp_path: Path) -> None:
     pipeline = _pipeline(tmp_path)
-    good = '{"before": null, "after": {"product_id": 7, "price": "2.50"}, "op": "c", "ts_ms": 1000}'
+    good = '{"before": null, "after": {"product_id": 7, "price": "2.50", "sale_ends": null}, "op": "c", "ts_ms": 1000}'
     pricing = [good, *(line for _, line in BAD.values())]
     for source, lines in (("pricing", pricing), ("questions", list(BAD_FLINK.values()))):
         folder = pipeline.landing / "landing" / source

@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Self, Union, get_args, get_ori
 import dagster as dg
 from dagster.components.resolved.model import Resolver
 from dagster.components.utils.translation import ResolvedTranslationFn
-from pydantic import BaseModel, Field, PrivateAttr, create_model
+from pydantic import BaseModel, Field, PrivateAttr, ValidationError, create_model, model_validator
+from pydantic_core.core_schema import ValidatorFunctionWrapHandler
 
+from wide_assets.component.assembly import check_assembly
 from wide_assets.component.declaration import (
     AutomationDeclaration,
     ChecksDeclaration,
@@ -28,11 +30,10 @@ from wide_assets.component.declaration import (
     SourceDefaults,
     SqlTableDeclaration,
     TableDeclaration,
-    check_assembly,
     unknown_fields,
     wide_table_spec,
 )
-from wide_assets.component.refusal import DeclarationProblem, refuse
+from wide_assets.component.refusal import DeclarationProblem, invalid_yaml, refuse
 from wide_assets.component.resources import SparkDeclaration, table_resources
 from wide_assets.component.scaffold import WideTableScaffolder
 from wide_assets.pipelines import WideTableSpec, wide_table_defs
@@ -47,6 +48,9 @@ if TYPE_CHECKING:
     from wide_assets.table import WideTable
 
 __all__ = ["WideTableAsset", "WideTableComponent"]
+
+# Where the model of the YAML keeps the errors of its validation (see `_keeping_errors`).
+INVALID = "_invalid_yaml"
 
 
 @dataclass(frozen=True)
@@ -199,16 +203,21 @@ class WideTableComponent(dg.Component, dg.Resolvable, dg.Model):
 
         With it, a misspelled field of a source failed twice (as a source, and as "not a valid
         string") and `dg check defs`' YAML check said only "not valid under any of the given schemas";
-        without it, the check names the field at its line.
+        without it, the check names the field at its line. Its validation keeps what is invalid aside
+        for `load` to refuse as one located block (Dagster would print a traceback).
         """
-        return _without_template_strings(cls, super().model())
+        return _keeping_errors(_without_template_strings(cls, super().model()))
 
     @classmethod
     def load(cls, attributes: BaseModel | None, context: dg.ComponentLoadContext) -> Self:
         """The component, with no field it does not have (a refusal names the defs.yaml line and field),
         and where each field stands, for the refusals found as its definitions are built."""
+        tree = context.resolution_context.source_position_tree
+        invalid: list[Any] = getattr(attributes, INVALID, None) or []
+        if invalid:
+            refuse(invalid_yaml(invalid[0], _field_help(cls, invalid[0]["loc"])), tree, context.path)
         component = super().load(attributes, context)
-        component._positions = tree = context.resolution_context.source_position_tree
+        component._positions = tree
         for name in cls.model_fields:
             for problem in unknown_fields(getattr(component, name), (name,)):
                 refuse(problem, tree, context.path)
@@ -241,6 +250,7 @@ class WideTableComponent(dg.Component, dg.Resolvable, dg.Model):
             convergence=self.checks.convergence,
             rows_never_change=self.checks.rows_never_change,
             source_health=health.max_lag if health else None,
+            quarantine_blocking=self.checks.quarantine == "block",
             sensor=sensor,
             schedule=self.automation.schedule,
             failure_sensor=self.automation.run_failure_sensor,
@@ -329,3 +339,53 @@ def _resolved(annotation: Any) -> bool:
 
 def _members(annotation: Any) -> tuple[Any, ...]:
     return get_args(annotation) if get_origin(annotation) in (Union, UnionType) else (annotation,)
+
+
+@cache
+def _keeping_errors(model: type[BaseModel]) -> type[BaseModel]:
+    """`model`, whose validation keeps its errors (in `INVALID`, on an otherwise empty instance)
+    instead of raising them: Dagster validates the YAML before `load`, where only the component knows
+    how to refuse them as one block at their line."""
+
+    class Kept(model):  # type: ignore[valid-type,misc]
+        _invalid_yaml: list[Any] = PrivateAttr(default_factory=list)
+
+        @model_validator(mode="wrap")
+        @classmethod
+        def _keep_errors(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+            try:
+                return handler(data)
+            except ValidationError as error:
+                kept = cls.model_construct()
+                kept._invalid_yaml = error.errors()
+                return kept
+
+    Kept.__name__ = Kept.__qualname__ = model.__name__
+    return Kept
+
+
+def _field_help(model: type[BaseModel], loc: Sequence[Any]) -> str | None:
+    """The description of the field at `loc` (a pydantic error's location) in `model`'s YAML."""
+    fields = model.model_fields
+    found = None
+    for part in loc:
+        if not isinstance(part, str):
+            continue
+        field = fields.get(part)
+        if field is None:
+            return found
+        found = field.description
+        nested = _model_in(field.annotation)
+        fields = nested.model_fields if nested else {}
+    return found
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The model a field's annotation holds (itself, in a list, optional or `Annotated`), or None."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for member in get_args(annotation):
+        found = _model_in(member)
+        if found is not None:
+            return found
+    return None

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 import re
-import string
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Annotated, Any, Literal
@@ -21,7 +20,7 @@ from pydantic import ConfigDict, Field
 from wide_assets.component.refusal import DeclarationProblem
 from wide_assets.errors import did_you_mean
 from wide_assets.pipelines import CompactionPolicy, SourceSpec, WideTableSpec
-from wide_assets.pipelines.specs import IDENTIFIER, HistorySpec, SnapshotSpec
+from wide_assets.pipelines.specs import HistorySpec, SnapshotSpec
 from wide_assets.pipelines.triggers import HOURLY
 
 __all__ = [
@@ -36,7 +35,6 @@ __all__ = [
     "SourceHealthDeclaration",
     "SqlTableDeclaration",
     "TableDeclaration",
-    "check_assembly",
     "unknown_fields",
     "wide_table_spec",
 ]
@@ -148,7 +146,8 @@ Deletes = Annotated[
     Literal["remove-row", "clear-columns", "ignore"],
     Field(
         description="What a `-D` of this source means: the whole wide row goes, only the columns it "
-        "feeds become NULL, or nothing. The convergence check expects exactly this."
+        "feeds become NULL (the table's options do these two; the convergence check expects them), or "
+        "nothing (its `-U`/`-D` records are not written)."
     ),
 ]
 MaxBadRecords = Annotated[
@@ -252,6 +251,19 @@ class SourceDeclaration(Declaration):
     ] = None
 
     max_bad_records: MaxBadRecords = None
+    encodings: Annotated[
+        dict[str, str],
+        Field(
+            default_factory=dict,
+            description="A `debezium` source's columns whose values arrive encoded when its records carry "
+            "no `schema` (a record's schema decides when it has one): column -> Debezium's or Kafka "
+            "Connect's logical type, e.g. `io.debezium.time.Date` (days since the epoch), "
+            "`io.debezium.time.Timestamp` (ms), `io.debezium.time.MicroTimestamp`, "
+            "`io.debezium.time.NanoTimestamp`, `io.debezium.time.ZonedTimestamp`, "
+            "`org.apache.kafka.connect.data.Decimal` (base64, the declared column's scale).",
+            examples=[{"shipped": "io.debezium.time.Date", "price": "org.apache.kafka.connect.data.Decimal"}],
+        ),
+    ]
 
     def with_defaults(self, defaults: SourceDefaults | None) -> SourceDeclaration:
         """This source with each field it does not set taken from `defaults`, where they set it."""
@@ -286,6 +298,7 @@ class SourceDeclaration(Declaration):
             set_columns=self.set_columns,
             ignore_null_updates=tuple(self.ignore_null_updates),
             snapshot=None if self.snapshot is None else self.snapshot.spec(),
+            encodings=self.encodings,
         )
 
 
@@ -323,6 +336,14 @@ class ChecksDeclaration(Declaration):
     source_health: Annotated[
         SourceHealthDeclaration | None, Field(description="Source warnings; omit for none.")
     ] = None
+    quarantine: Annotated[
+        Literal["warn", "block"],
+        Field(
+            description="Records a source quarantined (`max_bad_records`): a warning under `source_health`, "
+            "or `block`: a blocking `<source>_quarantine_growth` check on every quarantining source, which "
+            "fails the run before the table applies the source when its latest ingest quarantined any."
+        ),
+    ] = "warn"
 
 
 class CompactionDeclaration(Declaration):
@@ -437,26 +458,37 @@ def _check_options(spec: WideTableSpec, table: TableDeclaration) -> None:
     """Parse the options as `WideTable.create` will: a misspelled or unsupported one is refused, at the
     option it names when the declaration lists it."""
     from wide_assets.errors import InvalidOptionError
+    from wide_assets.options.common import UnparsableOption
 
     try:
         spec.definition()
     except InvalidOptionError as error:
+        problem = f"table {spec.name}: {error}"
+        if isinstance(error, UnparsableOption) and error.choices:
+            problem += f" Valid values: {', '.join(error.choices)}{did_you_mean(error.value, error.choices)}."
         if table.ddl is not None:
-            raise DeclarationProblem(f"table {spec.name}: {error}", ("table", "ddl")) from error
+            raise DeclarationProblem(problem, ("table", "ddl")) from error
         named = [key for key in re.findall(r"'([^']+)'", str(error)) if key in table.options]
-        where = ("table", "options", *named[:1])
-        raise DeclarationProblem(f"table {spec.name}: {error}", where) from error
+        raise DeclarationProblem(problem, ("table", "options", *named[:1])) from error
 
 
 def _source_at(error: ValueError, sources: list[SourceDeclaration]) -> tuple[str | int, ...]:
     """Where in the declaration a table-level refusal points: the history or the source it names, else
-    the table."""
+    the table; a column's type, at the column."""
     if ": history: " in str(error):
         return ("history",)
     for index, source in enumerate(sources):
         if str(error).startswith(f"source {source.name}:"):
-            return ("sources", index, "feeds") if "it feeds" in str(error) else ("sources", index)
-    return ("table",)
+            if "it feeds" in str(error):
+                return ("sources", index, "feeds")
+            return ("sources", index, *_column_at(error))
+    return ("table", *_column_at(error))
+
+
+def _column_at(error: ValueError) -> tuple[str, ...]:
+    """("columns", <name>) when `error` refuses a declared column's type (as `specs` words it)."""
+    typed = re.search(r": column (\w+) has type ", str(error))
+    return ("columns", typed[1]) if typed else ()
 
 
 def wide_table_spec(
@@ -481,7 +513,7 @@ def wide_table_spec(
         try:
             declared.append(source.with_defaults(source_defaults).spec(list(primary_key)))
         except ValueError as error:
-            raise DeclarationProblem(str(error), ("sources", index)) from error
+            raise DeclarationProblem(str(error), ("sources", index, *_column_at(error))) from error
     try:
         spec = WideTableSpec(
             name=name,
@@ -508,59 +540,3 @@ def _check_history(spec: WideTableSpec) -> None:
     problem = history_problem(spec)
     if problem:
         raise DeclarationProblem(f"table {spec.name}: no history can be kept: {problem}.", ("history",))
-
-
-def check_assembly(
-    spec: WideTableSpec,
-    checks: ChecksDeclaration,
-    automation: AutomationDeclaration,
-    compaction: CompactionDeclaration | None,
-    sql_tables: list[SqlTableDeclaration],
-) -> None:
-    """Refuse, at the field that asks for it, what the declaration's checks, automation, compaction or
-    SQL tables ask of `spec` but cannot be built: raises `DeclarationProblem`."""
-    from dagster._utils.schedules import is_valid_cron_string
-
-    from wide_assets.pipelines.convergence import convergence_refusal
-
-    if checks.convergence:
-        refusal = convergence_refusal(spec)
-        if refusal:
-            raise DeclarationProblem(refusal, ("checks", "convergence"))
-    crons: list[tuple[tuple[str | int, ...], str | None]] = [
-        (("automation", "schedule"), automation.schedule)
-    ]
-    if compaction is not None:
-        crons.append((("compaction", "cron"), compaction.cron))
-        unknown = [c for c in compaction.z_order if c not in spec.column_names]
-        if unknown:
-            raise DeclarationProblem(
-                f"table {spec.name}: z_order columns {unknown} are not among its columns "
-                f"{list(spec.column_names)}{did_you_mean(unknown[0], spec.column_names)}.",
-                ("compaction", "z_order"),
-            )
-    taken = {spec.name, *(source.name for source in spec.sources)}
-    if spec.history is not None:
-        taken.add(f"{spec.name}_history")
-    for index, table in enumerate(sql_tables):
-        crons.append((("sql_tables", index, "cron"), table.cron))
-        if not IDENTIFIER.fullmatch(table.name) or table.name in taken:
-            raise DeclarationProblem(
-                f"table {spec.name}: sql table {table.name!r} needs a name of letters, digits and '_' that no "
-                f"other asset of the table has {sorted(taken)}.",
-                ("sql_tables", index, "name"),
-            )
-        taken.add(table.name)
-        read = {field for _, field, _, _ in string.Formatter().parse(table.sql) if field is not None}
-        if read != {spec.name}:
-            raise DeclarationProblem(
-                f"table {spec.name}: sql table {table.name} reads {sorted(read)}; its SQL reads the wide table, "
-                f"as {{{spec.name}}}, and nothing else.",
-                ("sql_tables", index, "sql"),
-            )
-    for where, cron in crons:
-        if cron is not None and not is_valid_cron_string(cron):
-            raise DeclarationProblem(
-                f"table {spec.name}: {where[-1]} {cron!r} is not a cron expression (e.g. '0 * * * *').",
-                where,
-            )

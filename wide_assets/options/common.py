@@ -4,7 +4,7 @@ the check of option names (misspelled, unsupported, or with no effect here)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
@@ -220,13 +220,23 @@ def option_text(value: object) -> str:
     return str(value)
 
 
-def unparsable(value: str, key: str) -> InvalidOptionError:
+class UnparsableOption(InvalidOptionError):
+    """An option value its key cannot take, in upstream's words; `choices` are the values it can
+    take when they are a list (a declaration's refusal names them; upstream's text does not)."""
+
+    def __init__(self, message: str, value: str, choices: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.value = value
+        self.choices = tuple(choices)
+
+
+def unparsable(value: str, key: str, choices: Sequence[str] = ()) -> UnparsableOption:
     """The error for an option value of the wrong kind, worded as Paimon's `Options` (and Flink's
     `Configuration`, which it copies) word it; Fluss's server wraps it for its `table.*` options."""
     reason = f"Could not parse value '{value}' for key '{key}'."
     if key.startswith("table."):
-        return InvalidOptionError(f"Invalid value for config '{key}'. Reason: {reason}")
-    return InvalidOptionError(reason)
+        return UnparsableOption(f"Invalid value for config '{key}'. Reason: {reason}", value, choices)
+    return UnparsableOption(reason, value, choices)
 
 
 def parse_bool(
@@ -237,7 +247,7 @@ def parse_bool(
     if value is None:
         return default
     if value.strip().lower() not in ("true", "false"):
-        raise unparsable(value, main_key or key)
+        raise unparsable(value, main_key or key, ("true", "false"))
     return value.strip().lower() == "true"
 
 

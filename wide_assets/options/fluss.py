@@ -57,7 +57,7 @@ def parse_fluss(schema: Schema, options: Mapping[str, str]) -> MergeOptions:
     raw_behavior = options.get("table.delete.behavior", default_behavior)
     behavior = one_of(raw_behavior.lower(), DELETE_BEHAVIORS)
     if behavior is None:
-        raise unparsable(raw_behavior, "table.delete.behavior")
+        raise unparsable(raw_behavior, "table.delete.behavior", DELETE_BEHAVIORS)
     if behavior == "allow" and engine in ("first_row", "versioned"):
         # FirstRowRowMerger's and VersionedRowMerger's words. (Fluss's server refuses such a table at
         # creation with "Table with 'FIRST_ROW' merge engine does not support delete operations. ...";
@@ -66,7 +66,7 @@ def parse_fluss(schema: Schema, options: Mapping[str, str]) -> MergeOptions:
     raw_image = options.get("table.changelog.image", "FULL")
     image = one_of(raw_image.upper(), CHANGELOG_IMAGES)
     if image is None:
-        raise unparsable(raw_image, "table.changelog.image")
+        raise unparsable(raw_image, "table.changelog.image", CHANGELOG_IMAGES)
     version_column = options.get("table.merge-engine.versioned.ver-column")
     if engine == "versioned":
         if not version_column:

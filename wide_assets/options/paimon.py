@@ -75,7 +75,7 @@ def parse_paimon(schema: Schema, options: Mapping[str, str]) -> MergeOptions:
     written_engine = options.get("merge-engine", "deduplicate")
     engine = one_of(written_engine, PAIMON_ENGINES)
     if engine is None:
-        raise unparsable(written_engine, "merge-engine")
+        raise unparsable(written_engine, "merge-engine", PAIMON_ENGINES)
     # Paimon's Options: the main key if set, else the first fallback key set, whatever the engine.
     ignore_delete_key = next((k for k in ("ignore-delete", *IGNORE_DELETE_FALLBACKS) if k in options), None)
     ignore_delete = ignore_delete_key is not None and parse_bool(
@@ -88,7 +88,7 @@ def parse_paimon(schema: Schema, options: Mapping[str, str]) -> MergeOptions:
     written_producer = options.get("changelog-producer", "none")
     producer = one_of(written_producer, PAIMON_PRODUCERS)
     if producer is None:
-        raise unparsable(written_producer, "changelog-producer")
+        raise unparsable(written_producer, "changelog-producer", PAIMON_PRODUCERS)
     remove_on_delete = parse_bool(options, "partial-update.remove-record-on-delete") or (
         engine == "aggregation" and parse_bool(options, "aggregation.remove-record-on-delete")
     )

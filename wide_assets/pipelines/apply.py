@@ -291,9 +291,10 @@ def _shared_key_units(
 def source_changes(
     spark: SparkSession, spec: WideTableSpec, source: SourceSpec, pending: Pending, path: str
 ) -> DataFrame:
-    """The wide-table records of `pending`: its columns renamed to the wide table's, or computed over
-    every record of the same source version up to the last pending one (`applied`) by the source's
-    transform or its declared aggregates."""
+    """The wide-table records of `pending`: its columns renamed to the wide table's (without the
+    retractions of a source declaring `deletes: ignore`), or computed over every record of the same
+    source version up to the last pending one (`applied`) by the source's transform or its declared
+    aggregates."""
     mapping = spec.column_map(source)
     if source.transform is None and not source.aggregates:
         selected = ", ".join(f"{quote(s)} AS {quote(w)}" for s, w in mapping.items())
@@ -311,7 +312,10 @@ def source_changes(
                 if s in source.feeds
             )
             selected += f", concat(array({keys}), array_compact(array({named}))) AS _set_columns"
-        return spark.sql(f"SELECT {selected}, _row_kind, _offset FROM {{rows}}", rows=rows)
+        # A source whose deletes mean nothing (`deletes: ignore`) writes no retraction: the table's
+        # options would otherwise apply it as they apply every source's (P10 clears the group).
+        kept = " WHERE _row_kind NOT IN ('-U', '-D')" if source.deletes == "ignore" else ""
+        return spark.sql(f"SELECT {selected}, _row_kind, _offset FROM {{rows}}{kept}", rows=rows)
     rows = spark.read.format("delta").option("versionAsOf", pending.source_version).load(path)
     applied = spark.sql(f"SELECT * FROM {{rows}} WHERE _offset <= {pending.to_offset}", rows=rows)
     if source.transform is None:

@@ -18,9 +18,14 @@ from typing import TYPE_CHECKING, Any, Literal
 import dagster as dg
 
 from wide_assets.pipelines.apply import SourceApplied, apply_sources, changelog_preview, open_wide_table
-from wide_assets.pipelines.checks import primary_key_check, source_health_checks, unchanged_rows_check
+from wide_assets.pipelines.checks import (
+    primary_key_check,
+    quarantine_growth_check,
+    source_health_checks,
+    unchanged_rows_check,
+)
 from wide_assets.pipelines.column_schema import table_schema
-from wide_assets.pipelines.convergence import convergence_check
+from wide_assets.pipelines.convergence import convergence_check, convergence_off_check
 from wide_assets.pipelines.ingest import (
     BadSourceRecords,
     cdc_columns,
@@ -144,10 +149,13 @@ def source_asset(spec: LakeTableSpec, source: SourceSpec, pool: str | None = Non
             # Records delivered again (identical, op time included): never appended twice.
             metadata["duplicates_this_run"] = result.duplicates
         if source.max_bad_records is not None:
+            from wide_assets.table import delta_tables
+
             # Read by the quarantine-growth check: what this run added, against the run's limit.
             metadata["quarantined_this_run"] = result.quarantined
             metadata["max_bad_records"] = source.max_bad_records
             metadata["quarantine_path"] = dg.MetadataValue.path(quarantine_path(result.path))
+            metadata["quarantine_rows"] = delta_tables.row_count(quarantine_path(result.path))
             if result.quarantined:
                 context.log.warning(
                     f"{source.name}: {result.quarantined} record(s) quarantined, {result.duplicates} of them "
@@ -206,6 +214,11 @@ def table_asset(
                 "dagster/column_lineage": lineage,
             }
         )
+        quarantined = _quarantined_records(spec, lake)
+        if quarantined:
+            # Malformed records kept aside instead of applied: every run shows them, per source.
+            metadata["quarantined_records"] = quarantined
+            metadata["quarantined_records_total"] = sum(quarantined.values())
         # At a glance: what a compaction would fold in, and how many files reads open.
         health = table.health()
         metadata.update(
@@ -219,6 +232,17 @@ def table_asset(
         return dg.MaterializeResult[Any](metadata=metadata)
 
     return _table
+
+
+def _quarantined_records(spec: LakeTableSpec, lake: LakeLocator) -> dict[str, int]:
+    """Per source of `spec` that quarantines (`max_bad_records`): the records in its quarantine."""
+    from wide_assets.table import delta_tables
+
+    return {
+        source.name: delta_tables.row_count(quarantine_path(table_path(lake, spec, source.name)))
+        for source in getattr(spec, "sources", ())
+        if source.max_bad_records is not None
+    }
 
 
 def _applied_metadata(context: dg.AssetExecutionContext, applied: Sequence[SourceApplied]) -> dict[str, Any]:
@@ -299,6 +323,7 @@ def wide_table_defs(
     convergence: bool = True,
     rows_never_change: bool = False,
     source_health: timedelta | None = None,
+    quarantine_blocking: bool = False,
     sensor: SensorScope | None = "table",
     schedule: str | None = HOURLY,
     failure_sensor: bool = False,
@@ -314,7 +339,8 @@ def wide_table_defs(
     blocking primary-key check (`key_check`) and convergence check (`convergence`, see
     `convergence.py`), a check that rows never change once written (`rows_never_change`, for
     first-row tables and dictionaries), freshness (`source_health`: the largest lag), schema-drift and
-    quarantine-growth warnings, plus `checks`; the history table's asset and checks when `spec`
+    quarantine-growth warnings (the latter blocking, for every quarantining source, with
+    `quarantine_blocking`), plus `checks`; the history table's asset and checks when `spec`
     declares one (`history.py`); the job; a schedule on `schedule` (cron, None for
     none); a new-data sensor for the table or one per source's landing folder (`sensor`); optionally
     a run-failure sensor; and `maintenance_defs(spec, compaction, export_encoding)`, which a
@@ -334,8 +360,8 @@ def wide_table_defs(
     if failure_sensor:
         sensors.append(run_failure_logger(f"{spec.name}_run_failure_sensor", [job]))
     generated = [primary_key_check(spec)] if key_check else []
-    if convergence:
-        generated.append(convergence_check(spec))
+    # Off, the check still shows on the table's Checks tab, saying why it does not run.
+    generated.append(convergence_check(spec) if convergence else convergence_off_check(spec))
     if rows_never_change:
         generated.append(
             unchanged_rows_check(
@@ -345,7 +371,10 @@ def wide_table_defs(
             )
         )
     if source_health is not None:
-        generated.extend(source_health_checks(spec, spec.sources, source_health))
+        generated.extend(source_health_checks(spec, spec.sources, source_health, not quarantine_blocking))
+    if quarantine_blocking:
+        quarantining = [s for s in spec.sources if s.max_bad_records is not None]
+        generated.extend(quarantine_growth_check(spec, s, blocking=True) for s in quarantining)
     history = []
     if spec.history is not None:
         from wide_assets.pipelines.history import history_asset, history_checks  # builds on this module

@@ -3,8 +3,14 @@
 Plain Python, no Spark: each line of a file becomes its line number, its row kind, the source's
 columns as text (cast and validated later, in the same SQL as CSV files) and the problem that makes
 it unusable, if any (bad JSON, bad encoding, too long, missing key, unknown op, missing image, missing
-sequence field). Nothing is skipped: a malformed line is a row whose problem is set, so it reaches the
-quarantine with its file and line.
+sequence field, a value its encoding cannot give). Nothing is skipped: a malformed line is a row whose
+problem is set, so it reaches the quarantine with its file and line.
+
+A Debezium value is decoded by the encoding its envelope's `schema` names, else the one the source
+declares (`debezium_values`). A row image must hold exactly the declared columns (a Debezium
+source's op time excepted: `ts_ms` fills it): a field it lacks would be read as NULL and overwrite
+the stored value, a field it has more would be dropped, so either is schema drift (`_image_drift`). A
+retraction (`-U`, `-D`) may carry its key alone.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from wide_assets.pipelines.debezium_values import ENCODINGS, EncodingProblem, decode, field_encodings
 from wide_assets.pipelines.specs import ROW_KINDS, SourceSpec
 
 __all__ = ["DEBEZIUM_OPS", "JsonRecord", "format_op_time", "json_fields", "parse_json_lines"]
@@ -25,17 +32,21 @@ DEBEZIUM_OPS = {"c": ("+I", "after"), "r": ("+I", "after"), "u": ("+U", "after")
 FLINK_KIND = "rowkind"
 # A longer line is quarantined (too long) and only its first characters are kept as the record.
 MAX_LINE_CHARS = 1 << 20
+# Declared types whose value a bare JSON number would misstate (20777 cast to a date is the year 20777).
+_TEMPORAL_TYPES = ("date", "timestamp")
 
 
 @dataclass(frozen=True)
 class JsonRecord:
-    """One landed line: `values` follow the source's columns (text or None); `problem` '' when usable."""
+    """One landed line: `values` follow the source's columns (text or None); `problem` '' when usable;
+    `drift` says which fields its image lacks or has more than the source declares ('' when none)."""
 
     line: int
     row_kind: str | None
     values: tuple[str | None, ...]
     problem: str
     raw: str
+    drift: str = ""
 
 
 def format_op_time(ts_ms: int) -> str:
@@ -53,9 +64,10 @@ def _envelope(source: SourceSpec, data: Mapping[str, Any]) -> tuple[str | None, 
     """(row kind, the fields of the row, problem) of a decoded line in `source`'s format."""
     if source.format == "flink-json":
         kind = data.get(FLINK_KIND)
+        row = {name: value for name, value in data.items() if name != FLINK_KIND}
         if kind not in ROW_KINDS:
-            return None, data, f"{FLINK_KIND} {kind!r} is not one of {', '.join(ROW_KINDS)} (unknown op)"
-        return kind, data, ""
+            return None, row, f"{FLINK_KIND} {kind!r} is not one of {', '.join(ROW_KINDS)} (unknown op)"
+        return kind, row, ""
     envelope = data.get("payload", data) if isinstance(data.get("payload"), dict) else data
     op = envelope.get("op")
     if op not in DEBEZIUM_OPS:
@@ -85,14 +97,89 @@ def _record(source: SourceSpec, number: int, line: str) -> JsonRecord:
     if not isinstance(data, dict):
         return JsonRecord(number, None, empty, "the line is not a JSON object (bad JSON)", line)
     kind, fields, problem = _envelope(source, data)
-    values = tuple(_text(fields.get(c)) for c in source.column_names)
+    values, unreadable = _values(source, data, kind, fields)
     if not problem:
         missing = [k for k in source.required_columns if fields.get(k) is None]
         if missing:
             problem = f"key {', '.join(missing)} is missing (missing key)"
         elif source.op_time and fields.get(source.op_time) is None:
             problem = f"op time {source.op_time} is missing (missing sequence field)"
-    return JsonRecord(number, kind, values, problem, line)
+        else:
+            problem = unreadable
+    return JsonRecord(
+        number, kind, values, problem, line, _image_drift(source, kind, fields) if fields else ""
+    )
+
+
+def _image_name(kind: str | None) -> str:
+    return "before" if kind == "-D" else "after"
+
+
+def _image_drift(source: SourceSpec, kind: str | None, fields: Mapping[str, Any]) -> str:
+    """Why a record's row image is not the source's columns (schema drift), or '' when it is."""
+    expected = [c for c in source.column_names if not (c == source.op_time and source.format == "debezium")]
+    lacking = [c for c in expected if c not in fields] if kind in ("+I", "+U") else []
+    extra = [f for f in fields if f not in source.column_names]
+    if not (lacking or extra):
+        return ""
+    image = f"its '{_image_name(kind)}' image" if source.format == "debezium" else "the record"
+    parts = [f"lacks declared field(s) {lacking}"] if lacking else []
+    parts += [f"has undeclared field(s) {extra}"] if extra else []
+    return f"{image} {' and '.join(parts)} (schema drift)"
+
+
+def _values(
+    source: SourceSpec, data: Mapping[str, Any], kind: str | None, fields: Mapping[str, Any]
+) -> tuple[tuple[str | None, ...], str]:
+    """The source's columns of `fields` as text, each decoded by its encoding, and the problems of the
+    values that cannot be (uncastable value, undeclared encoding; '' when none)."""
+    payload = data.get("payload")
+    schema = field_encodings(data, _image_name(kind)) if isinstance(payload, dict) else None
+    types = dict(source.columns)
+    values: list[str | None] = []
+    problems = []
+    for column in source.column_names:
+        value = fields.get(column)
+        encoding, scale = (schema or {}).get(column, (None, None))
+        declared = source.encodings.get(column)
+        if declared is not None and encoding is not None and declared != encoding:
+            problems.append(
+                f"column {column}: the record's schema says {encoding}, the source declares {declared} "
+                "(encoding mismatch)"
+            )
+            values.append(None)
+            continue
+        encoding = encoding or declared
+        if (
+            value is None
+            or encoding not in ENCODINGS
+            or (source.format == "debezium" and column == source.op_time)
+        ):
+            values.append(_text(value))
+            if _bare_number(value) and types[column].lower().startswith(_TEMPORAL_TYPES):
+                needs = (
+                    "its encoding from the envelope's schema or the source's `encodings` (e.g. "
+                    "io.debezium.time.Date for days since the epoch)"
+                    if source.format == "debezium"
+                    else "text (e.g. '2026-11-20', '2026-11-20 10:15:00')"
+                )
+                problems.append(
+                    f"column {column}: {value} is a number; a {types[column]} column needs {needs} "
+                    "(undeclared encoding)"
+                )
+            continue
+        try:
+            values.append(
+                decode(encoding, value, scale if scale is not None else source.declared_scale(column))
+            )
+        except EncodingProblem as error:
+            values.append(None)
+            problems.append(f"column {column}: {encoding} {error} (uncastable value)")
+    return tuple(values), "; ".join(problems)
+
+
+def _bare_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _decoded(source: SourceSpec, number: int, data: bytes) -> JsonRecord:

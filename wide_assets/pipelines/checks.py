@@ -198,20 +198,57 @@ def table_check(
     description: str,
     evaluate: Callable[["SparkSession", "WideTable", LakeLocator], dg.AssetCheckResult],
 ) -> dg.AssetChecksDefinition:
-    """A blocking check of `spec`'s table: `evaluate(spark, table, lake)` inside the check run."""
+    """A blocking check of `spec`'s table: `evaluate(spark, table, lake)` inside the check run. When it
+    fails, Dagster does not materialize the table's history in the run: the result, the run's log
+    and an observation of the history asset say so."""
     key = asset_key(spec, spec.name)
+    blocked = _blocked_by_table_checks(spec)
+    if blocked:
+        description += f" Blocking: when it fails, {', '.join(blocked)} is not materialized in the run."
 
     @dg.asset_check(asset=key, name=name, blocking=True, description=description)
     def _check(
-        spark: dg.ResourceParam[SparkProvider], lake: dg.ResourceParam[LakeLocator]
+        context: dg.AssetCheckExecutionContext,
+        spark: dg.ResourceParam[SparkProvider],
+        lake: dg.ResourceParam[LakeLocator],
     ) -> dg.AssetCheckResult:
         """A table that fails this is not what its sources say it is, so nothing downstream may read it."""
         from wide_assets.table import WideTable
 
         session = spark.spark
-        return evaluate(session, WideTable.open(session, table_path(lake, spec)), lake)
+        result = evaluate(session, WideTable.open(session, table_path(lake, spec)), lake)
+        if result.passed or not blocked:
+            return result
+        note = (
+            f"{', '.join(blocked)} is not materialized in run {context.op_execution_context.run_id}: the blocking check {name} "
+            f"of {key.to_user_string()} failed. It stays at the commit of {spec.name} it last applied "
+            "until a run passes the check."
+        )
+        context.log.error(note)
+        for downstream in blocked:
+            observation = dg.AssetObservation(
+                asset_key=dg.AssetKey.from_user_string(downstream),
+                metadata={"not_materialized": note, "blocked_by_check": f"{key.to_user_string()}:{name}"},
+            )
+            context.op_execution_context.log_event(observation)
+        return dg.AssetCheckResult(
+            passed=False,
+            severity=result.severity,
+            description=f"{result.description or ''} ({note})".strip(),
+            metadata={**result.metadata, "not_materialized": blocked},
+        )
 
     return _check
+
+
+def _blocked_by_table_checks(spec: LakeTableSpec) -> list[str]:
+    """The assets (as user strings) that a failed blocking check of `spec`'s table keeps from being
+    materialized in its run: the history of a table that declares one."""
+    if getattr(spec, "history", None) is None:
+        return []
+    from wide_assets.pipelines.history import history_key  # builds on this module
+
+    return [history_key(spec).to_user_string()]  # type: ignore[arg-type]
 
 
 def unique_check(
@@ -318,10 +355,15 @@ def applied_records(
 
 
 # ------------------------------------------------------------------------------------------ source health
-def _warning(passed: bool, description: str, **metadata: Any) -> dg.AssetCheckResult:
+def _warning(
+    passed: bool,
+    description: str,
+    severity: dg.AssetCheckSeverity = dg.AssetCheckSeverity.WARN,
+    **metadata: Any,
+) -> dg.AssetCheckResult:
     return dg.AssetCheckResult(
         passed=passed,
-        severity=dg.AssetCheckSeverity.WARN,
+        severity=severity,
         description=None if passed else description,
         metadata=metadata,
     )
@@ -432,8 +474,11 @@ def schema_drift_check(spec: LakeTableSpec, source: SourceSpec) -> dg.AssetCheck
     return _drift
 
 
-def quarantine_growth_check(spec: LakeTableSpec, source: SourceSpec) -> dg.AssetChecksDefinition:
-    """Warns when the latest ingest of `source` quarantined malformed records (delta-rs, no Spark)."""
+def quarantine_growth_check(
+    spec: LakeTableSpec, source: SourceSpec, blocking: bool = False
+) -> dg.AssetChecksDefinition:
+    """Warns when the latest ingest of `source` quarantined malformed records (delta-rs, no Spark);
+    `blocking`: fails instead (ERROR), so the run does not apply the source's other records."""
     if source.max_bad_records is None:
         raise ValueError(f"source {source.name}: it has no quarantine (max_bad_records is None).")
     key = asset_key(spec, source.name)
@@ -441,8 +486,13 @@ def quarantine_growth_check(spec: LakeTableSpec, source: SourceSpec) -> dg.Asset
     @dg.asset_check(
         asset=key,
         name=f"{source.name}_quarantine_growth",
-        blocking=False,
-        description=f"The latest {source.name} ingest quarantined no malformed record.",
+        blocking=blocking,
+        description=f"The latest {source.name} ingest quarantined no malformed record."
+        + (
+            f" Blocking: a quarantined record stops the run before {spec.name} applies the source."
+            if blocking
+            else ""
+        ),
     )
     def _growth(
         context: dg.AssetCheckExecutionContext, lake: dg.ResourceParam[LakeLocator]
@@ -464,6 +514,7 @@ def quarantine_growth_check(spec: LakeTableSpec, source: SourceSpec) -> dg.Asset
         return _warning(
             added == 0,
             f"{source.name}: the latest ingest quarantined {added} record(s); {total} in quarantine at {path}.",
+            dg.AssetCheckSeverity.ERROR if blocking else dg.AssetCheckSeverity.WARN,
             quarantined_last_run=added,
             quarantine_rows=total,
             max_bad_records=source.max_bad_records,
@@ -473,14 +524,15 @@ def quarantine_growth_check(spec: LakeTableSpec, source: SourceSpec) -> dg.Asset
 
 
 def source_health_checks(
-    spec: LakeTableSpec, sources: Sequence[SourceSpec], max_lag: timedelta
+    spec: LakeTableSpec, sources: Sequence[SourceSpec], max_lag: timedelta, quarantine: bool = True
 ) -> list[dg.AssetChecksDefinition]:
-    """Freshness, schema drift and quarantine growth of every source that supports them (non-blocking)."""
+    """Freshness, schema drift and (with `quarantine`) quarantine growth of every source that supports
+    them (non-blocking)."""
     checks = []
     for source in sources:
         checks.append(freshness_check(spec, source, max_lag))
         if source.format in JSON_FORMATS:
             checks.append(schema_drift_check(spec, source))
-        if source.max_bad_records is not None:
+        if quarantine and source.max_bad_records is not None:
             checks.append(quarantine_growth_check(spec, source))
     return checks

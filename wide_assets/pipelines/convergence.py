@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 
 from wide_assets.options.tombstones import TOMBSTONE_RETENTION
-from wide_assets.pipelines.checks import applied_records, keyed_diff, table_check
-from wide_assets.pipelines.locate import LakeLocator
+from wide_assets.pipelines.checks import applied_records, keyed_diff, not_judged, table_check
+from wide_assets.pipelines.locate import LakeLocator, asset_key
 from wide_assets.pipelines.specs import SourceSpec, WideTableSpec
 from wide_assets.sql import columns, key_join, quote
 
@@ -430,3 +430,26 @@ def convergence_check(spec: WideTableSpec) -> dg.AssetChecksDefinition:
         "since the row was last removed, with their declared delete rules and aggregate functions.",
         evaluate=evaluate,
     )
+
+
+def convergence_off_check(spec: WideTableSpec) -> dg.AssetChecksDefinition:
+    """The convergence check of a table whose declaration turned it off: it judges nothing, and its
+    description and result say why, so that the table's Checks tab shows the check is not running
+    rather than nothing at all."""
+    refusal = convergence_problem(spec)
+    reason = (
+        f"it cannot run for {spec.name}: {refusal}"
+        if refusal
+        else f"the declaration of {spec.name} turned it off (checks: convergence: false)"
+    )
+
+    @dg.asset_check(
+        asset=asset_key(spec, spec.name),
+        name=CONVERGENCE_CHECK,
+        blocking=False,
+        description=f"Off: {reason}. Nothing compares the table with its sources.",
+    )
+    def _off() -> dg.AssetCheckResult:
+        return not_judged(f"{reason}.", dg.AssetCheckSeverity.WARN, check="off")
+
+    return _off

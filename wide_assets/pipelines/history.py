@@ -148,7 +148,9 @@ def history_asset(spec: WideTableSpec, pool: str | None = None) -> dg.AssetsDefi
         key=key,
         group_name=spec.group,
         description=f"History of {spec.name} (SCD type 2): one row per key per interval in which "
-        f"{', '.join(tracked)} held one value, from {START} (an op time) to {END} (NULL: open).",
+        f"{', '.join(tracked)} held one value, from {START} (an op time) to {END} (NULL: open). Not "
+        f"materialized in a run where a blocking check of {spec.name} fails: that check's result and an "
+        "observation of this asset (`not_materialized`) say so; it catches up in the next run that passes.",
         deps=[asset_key(spec, spec.name)],
         kinds={"spark", "delta"},
         pool=pool or lake_name(key),

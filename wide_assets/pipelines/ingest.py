@@ -36,11 +36,11 @@ from typing import TYPE_CHECKING, Any
 from wide_assets import faults
 from wide_assets.errors import InvalidInputError
 from wide_assets.locking import exclusive
-from wide_assets.pipelines.cdc_csv import UnreadableFile, read_csv
 from wide_assets.pipelines.landed_file import LandedFile
+from wide_assets.pipelines.landed_records import read_landed
 from wide_assets.pipelines.snapshots import snapshot_records
-from wide_assets.pipelines.specs import JSON_FORMATS, ROW_KINDS, SourceSpec
-from wide_assets.sql import RowKind, columns, key_join, quote, string_literal
+from wide_assets.pipelines.specs import SourceSpec
+from wide_assets.sql import columns, key_join, quote
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -80,9 +80,6 @@ MAX_EXAMPLES = 20
 MAX_LISTED = 5
 # How alike a missing folder's name and an existing one's must be to call the first a misspelling.
 CLOSE_NAME = 0.8
-# An op time further ahead of the clock than this is a producer's bug: as a sequence value it would
-# win over every real change of its row, so the record is quarantined (future timestamp).
-MAX_CLOCK_SKEW = "INTERVAL 1 DAY"
 DUPLICATE = "_problems LIKE '%(duplicate record)'"
 _HASH_CHUNK = 1 << 20
 
@@ -297,6 +294,8 @@ def _ingest(spark: SparkSession, source: SourceSpec, files: Sequence[LandedFile]
     from wide_assets.table import delta_tables
 
     exists = delta_tables.exists(path)
+    if exists:
+        _add_declared_columns(spark, source, path)
     seen, base_offset = _ingested(spark, path) if exists else (set(), 0)
     new = [f for f in files if (f.name, f.sha256) not in seen]
     skipped = tuple(f.name for f in files if (f.name, f.sha256) in seen)
@@ -304,11 +303,11 @@ def _ingest(spark: SparkSession, source: SourceSpec, files: Sequence[LandedFile]
     changed = None
     if new and source.snapshot is not None:
         changed = snapshot_records(
-            spark, source, new, path if exists else None, lambda shape, f, i: _read(spark, shape, f, i)
+            spark, source, new, path if exists else None, lambda shape, f, i: read_landed(spark, shape, f, i)
         )
     elif new:
         changed = reduce(
-            lambda a, b: a.unionByName(b), (_read(spark, source, f, i) for i, f in enumerate(new))
+            lambda a, b: a.unionByName(b), (read_landed(spark, source, f, i) for i, f in enumerate(new))
         )
     if changed is not None:
         records = changed
@@ -325,7 +324,9 @@ def _ingest(spark: SparkSession, source: SourceSpec, files: Sequence[LandedFile]
         appended = rows.count()
         # Header-only files add nothing; classic Delta Spark would still commit an empty version.
         if appended:
-            rows.write.format("delta").mode("append").save(path)
+            # In the table's order: a column the source gained since stands last in the table.
+            order = delta_tables.open_table(path).schema().to_arrow().names if exists else rows.columns
+            rows.select(*order).write.format("delta").mode("append").save(path)
     if not delta_tables.exists(path):
         # An empty table lets the wide table read every source before the first file lands.
         ddl = ", ".join(f"{quote(name)} {type_}" for name, type_ in cdc_columns(source))
@@ -349,6 +350,46 @@ def _ingest(spark: SparkSession, source: SourceSpec, files: Sequence[LandedFile]
     )
 
 
+def _add_declared_columns(spark: SparkSession, source: SourceSpec, path: str) -> None:
+    """Give the CDC table at `path` the columns `source` declares and it lacks (a source that gained a
+    column): nullable, NULL in the records ingested before. A stored column the source no longer
+    declares, or declares with another type, is refused, naming it and the way forward."""
+    from deltalake import Schema
+
+    from wide_assets.frames import arrow_schema
+    from wide_assets.schema import Column
+    from wide_assets.table import delta_tables
+
+    table = delta_tables.open_table(path)
+    stored = {field.name: field.type for field in table.schema().fields}
+    declared = Schema.from_arrow(arrow_schema(spark, [Column(n, t) for n, t in cdc_columns(source)])).fields
+    names = [field.name for field in declared]
+    dropped = [name for name in stored if name not in names]
+    retyped = [
+        f"{field.name} {dict(source.columns)[field.name]} (stored: {_delta_type(stored[field.name])})"
+        for field in declared
+        if field.name in stored and stored[field.name] != field.type
+    ]
+    fixes = (
+        [f"it no longer declares {dropped}: declare them again (out of `feeds` if unused)"] if dropped else []
+    )
+    if retyped:
+        fixes.append(f"it declares {retyped}: declare the stored type, or a new column for the new type")
+    if fixes:
+        raise InvalidInputError(
+            f"Source {source.name}: its change table {path} keeps every column the source declared, and a "
+            f"source may only gain columns; {'; '.join(fixes)}."
+        )
+    added = [field for field in declared if field.name not in stored]
+    if added:
+        table.alter.add_columns(added)
+
+
+def _delta_type(type_: Any) -> str:
+    """A Delta type as its name (`string`, `decimal(10,2)`), a nested one as delta-rs writes it."""
+    return str(getattr(type_, "type", type_))
+
+
 def _ingested(spark: SparkSession, path: str) -> tuple[set[tuple[str, str]], int]:
     """The (file, hash) pairs already in the table and its largest `_offset` (0 when empty)."""
     rows = spark.sql(
@@ -357,180 +398,6 @@ def _ingested(spark: SparkSession, path: str) -> tuple[set[tuple[str, str]], int
         t=spark.read.format("delta").load(path),
     ).collect()
     return {(r._source_file, r._source_hash) for r in rows}, max((int(r.max_offset) for r in rows), default=0)
-
-
-def _read(spark: SparkSession, source: SourceSpec, landed: LandedFile, index: int) -> DataFrame:
-    """One file's records: their typed values, row kind, file, line and a `_problems` text per record."""
-    try:
-        if source.format in JSON_FORMATS:
-            return _read_json(spark, source, landed, index)
-        if source.format == "csv":
-            return _read_csv(spark, source, landed, index)
-        return _read_parquet(spark, source, landed, index)
-    except UnreadableFile as error:
-        problem = f"file {landed.name} cannot be read: {error} (unreadable file)"
-        return _unusable_file(spark, source, landed, index, problem, "")
-
-
-def _unusable_file(
-    spark: SparkSession, source: SourceSpec, landed: LandedFile, index: int, problem: str, record: str
-) -> DataFrame:
-    """A file none of whose records can be ingested: the run of a source without a quarantine fails
-    naming it; a quarantining source keeps the file as one bad record (line 1) and ingests the others."""
-    if source.max_bad_records is None:
-        raise InvalidInputError(f"Source {source.name}: {problem}.")
-    unread = [(1, None, *(None for _ in source.column_names), problem, record)]
-    return _parsed(spark, source, unread, landed, index)
-
-
-def _drift(source: SourceSpec, landed: LandedFile, header: Sequence[str]) -> str | None:
-    """Why `header` is not the source's columns (schema drift), or None when it is."""
-    missing = [c for c in source.column_names if c not in header]
-    unexpected = [c for c in header if c not in source.column_names and c != "_row_kind"]
-    if not (missing or unexpected):
-        return None
-    return (
-        f"file {landed.name} has columns {list(header)}; missing columns {missing}, unexpected columns "
-        f"{unexpected} (expected {list(source.column_names)} and optionally _row_kind) (schema drift)"
-    )
-
-
-def _read_csv(spark: SparkSession, source: SourceSpec, landed: LandedFile, index: int) -> DataFrame:
-    """A CSV file's records, parsed in Python (see `cdc_csv`), then typed like a JSON file's."""
-    header, records = read_csv(landed.path)
-    drift = _drift(source, landed, header)
-    if drift:
-        return _unusable_file(spark, source, landed, index, drift, ",".join(header))
-    position = {name: i for i, name in enumerate(header)}
-    rows = [
-        (r.line, None, *(None for _ in source.column_names), r.problem, r.raw)
-        if r.problem
-        else (
-            r.line,
-            r.fields[position["_row_kind"]] if "_row_kind" in position else RowKind.INSERT,
-            *(r.fields[position[c]] for c in source.column_names),
-            None,
-            r.raw,
-        )
-        for r in records
-    ]
-    return _parsed(spark, source, rows, landed, index)
-
-
-def _read_parquet(spark: SparkSession, source: SourceSpec, landed: LandedFile, index: int) -> DataFrame:
-    """A Parquet file's records (a Delta source's data files too): a record's "line" is its row number."""
-    _check_parquet(landed.path)
-    raw = spark.read.parquet(str(landed.path))
-    header = list(raw.columns)
-    drift = _drift(source, landed, header)
-    if drift:
-        return _unusable_file(spark, source, landed, index, drift, ",".join(header))
-    kind = "_row_kind" if "_row_kind" in header else string_literal(RowKind.INSERT)
-    record = f"concat_ws(',', {', '.join(f'CAST({quote(c)} AS STRING)' for c in source.column_names)})"
-    line = "row_number() OVER (ORDER BY monotonically_increasing_id())"
-    return _typed(spark, source, raw, landed, index, kind=kind, line=line, record=record)
-
-
-def _check_parquet(path: Path) -> None:
-    """Read every row group of `path` once, so that a truncated or corrupt file fails here, where its
-    name is known, rather than inside a Spark job over all the run's files."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    try:
-        for _ in pq.ParquetFile(path).iter_batches():
-            pass
-    except (pa.ArrowException, OSError, ValueError) as error:
-        raise UnreadableFile(f"it is not a readable Parquet file ({error})") from error
-
-
-def _read_json(spark: SparkSession, source: SourceSpec, landed: LandedFile, index: int) -> DataFrame:
-    """A JSON file's lines, parsed in Python (see `cdc_json`), then typed like a CSV file's."""
-    from wide_assets.pipelines.cdc_json import parse_json_lines
-
-    parsed = [
-        (r.line, r.row_kind, *r.values, r.problem or None, r.raw)
-        for r in parse_json_lines(source, landed.path)
-    ]
-    return _parsed(spark, source, parsed, landed, index)
-
-
-def _parsed(
-    spark: SparkSession, source: SourceSpec, rows: Sequence[tuple[Any, ...]], landed: LandedFile, index: int
-) -> DataFrame:
-    """Records parsed in Python: (line, row kind, the source's columns as text, problem or None, record)."""
-    ddl = ", ".join(
-        [
-            "_line bigint",
-            "_kind string",
-            *(f"{quote(c)} string" for c in source.column_names),
-            "_parse_problem string",
-            "_raw string",
-        ]
-    )
-    raw = spark.createDataFrame(list(rows), ddl)
-    return _typed(spark, source, raw, landed, index, kind="_kind", line="_line", record="_raw", parsed=True)
-
-
-def _typed(
-    spark: SparkSession,
-    source: SourceSpec,
-    raw: DataFrame,
-    landed: LandedFile,
-    index: int,
-    *,
-    kind: str,
-    line: str,
-    record: str,
-    parsed: bool = False,
-) -> DataFrame:
-    """`raw`'s text columns cast to the source's types, with every reason a record is unusable."""
-    checks = ["_parse_problem"] if parsed else []
-    # A record the parser already rejected has no values worth checking.
-    usable = "_parse_problem IS NULL AND " if parsed else ""
-    checks += [
-        f"CASE WHEN {usable}{quote(k)} IS NULL THEN 'column {k}: NULL primary key (missing key)' END"
-        for k in source.required_columns
-    ]
-    for name, type_ in source.columns:
-        if type_.lower() != "string":
-            checks.append(
-                f"CASE WHEN {usable}{quote(name)} IS NOT NULL AND try_cast({quote(name)} AS {type_}) IS NULL "
-                f"THEN concat('column {name}: \"', CAST({quote(name)} AS STRING), '\" is not a valid {type_} (uncastable value)') END"
-            )
-        if type_.lower().startswith("decimal"):
-            # A cast to fewer decimal places rounds: the record would be stored with another value.
-            checks.append(
-                f"CASE WHEN {usable}try_cast({quote(name)} AS DECIMAL(38, 18)) <> try_cast({quote(name)} AS {type_}) "
-                f"THEN concat('column {name}: \"', CAST({quote(name)} AS STRING), '\" has more decimal places than {type_} "
-                "(would be rounded)') END"
-            )
-    op_type = dict(source.columns).get(source.op_time or "", "").lower()
-    if op_type.startswith("timestamp"):
-        op = quote(source.op_time or "")
-        checks.append(
-            f"CASE WHEN {usable}try_cast({op} AS TIMESTAMP) > current_timestamp() + {MAX_CLOCK_SKEW} "
-            f"THEN concat('column {source.op_time}: \"', CAST({op} AS STRING), '\" is in the future (future timestamp)') END"
-        )
-    kinds = ", ".join(f"'{k}'" for k in ROW_KINDS)
-    checks.append(
-        f"CASE WHEN {usable}({kind} IS NULL OR {kind} NOT IN ({kinds})) "
-        f"THEN concat('column _row_kind: \"', coalesce({kind}, 'NULL'), '\" is not one of {', '.join(ROW_KINDS)} (unknown op)') END"
-    )
-    # Parquet columns arrive typed; a declared string column takes the text of whatever they hold.
-    typed = ", ".join(
-        f"CAST({quote(n)} AS STRING) AS {quote(n)}"
-        if t.lower() == "string"
-        else f"try_cast({quote(n)} AS {t}) AS {quote(n)}"
-        for n, t in source.columns
-    )
-    return spark.sql(
-        f"SELECT {typed}, {kind} AS _row_kind, {string_literal(landed.name)} AS _source_file, "
-        f"{string_literal(landed.sha256)} AS _source_hash, CAST({index} AS INT) AS _file_index, "
-        f"CAST({line} AS BIGINT) AS _source_line, {record} AS _raw, "
-        f"concat_ws('; ', {', '.join(checks)}) AS _problems FROM {{raw}}",
-        raw=raw,
-    )
 
 
 def _reject_bad_records(spark: SparkSession, source: SourceSpec, records: DataFrame) -> None:

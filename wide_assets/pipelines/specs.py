@@ -42,8 +42,9 @@ FORMATS = ("csv", "parquet", "debezium", "flink-json", "delta")
 # The formats whose records are parsed line by line from JSON (see `cdc_json`).
 JSON_FORMATS = ("debezium", "flink-json")
 # What a source's delete (`-D`) means for the wide columns it feeds: the whole wide row goes, only
-# its columns become NULL, or nothing happens. The table's options make the merge do it; the
-# declaration says what the sources mean, and the convergence check compares the two.
+# its columns become NULL, or nothing happens. The table's options make the merge remove or clear;
+# the declaration says what the sources mean, and the convergence check compares the two. `ignore`
+# is the pipeline's own: the source's retractions are never written (`apply.source_changes`).
 DELETES = ("remove-row", "clear-columns", "ignore")
 # The Spark SQL type op times of several sources are compared in when a run merges them (`run_order`):
 # dates and timestamps as timestamps, numbers as doubles, anything else as text.
@@ -136,6 +137,10 @@ class SourceSpec:
     the aggregate over the latest record of each of its rows with that table key, where `_live` says
     whether that record is an insert or update (not a retraction), e.g. `count_if(_live)`.
 
+    `encodings` (a Debezium source's column -> Debezium's or Kafka Connect's logical type name, e.g.
+    `io.debezium.time.Date`) say how values arrive when the records carry no schema
+    (`debezium_values`); a `org.apache.kafka.connect.data.Decimal` takes the declared column's scale.
+
     Per-record column sets (docs/semantics.md 7.1): `set_columns` names the source column listing, per
     record, the fed columns the record sets (an `array<string>`, or a `string` of comma-separated
     names; NULL = all of them): a listed column takes the record's value, NULL included, an unlisted
@@ -159,6 +164,7 @@ class SourceSpec:
     set_columns: str | None = None
     ignore_null_updates: tuple[str, ...] = ()
     snapshot: SnapshotSpec | None = None
+    encodings: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _check_identifier("source name", self.name)
@@ -177,7 +183,10 @@ class SourceSpec:
             raise ValueError(f"source {self.name}: key columns {unknown_keys} are not among its columns.")
         object.__setattr__(self, "feeds", MappingProxyType(dict(self.feeds)))
         object.__setattr__(self, "aggregates", MappingProxyType(dict(self.aggregates)))
+        object.__setattr__(self, "encodings", MappingProxyType(dict(self.encodings)))
         _check_columns(f"source {self.name}", self.columns, self.primary_key)
+        if self.encodings:
+            self._check_encodings()
         if not self.files:
             raise ValueError(f"source {self.name}: at least one file pattern is required.")
         if not self.description.strip() or "\n" in self.description.strip():
@@ -224,6 +233,38 @@ class SourceSpec:
                 f"source {self.name}: a snapshot source cannot have {refused}: a row left out of a "
                 "snapshot is a delete, so every row must be read as it is."
             )
+
+    def _check_encodings(self) -> None:
+        from wide_assets.pipelines.debezium_values import DECIMAL_ENCODINGS, ENCODINGS
+
+        if self.format != "debezium":
+            raise ValueError(
+                f"source {self.name}: encodings are Debezium's; a {self.format} source has none."
+            )
+        unknown = [c for c in self.encodings if c not in self.column_names]
+        if unknown:
+            raise ValueError(
+                f"source {self.name}: encodings name {unknown}, which are not among its columns "
+                f"{list(self.column_names)}{did_you_mean(unknown[0], self.column_names)}."
+            )
+        for column, encoding in self.encodings.items():
+            if encoding not in ENCODINGS:
+                raise ValueError(
+                    f"source {self.name}: column {column}'s encoding {encoding!r} is not one of "
+                    f"{sorted(ENCODINGS)}{did_you_mean(encoding, ENCODINGS)}."
+                )
+            if encoding in DECIMAL_ENCODINGS and self.declared_scale(column) is None:
+                raise ValueError(
+                    f"source {self.name}: column {column} is declared {dict(self.columns)[column]!r}; "
+                    f"{encoding} takes its scale from a decimal(p,s) column."
+                )
+
+    def declared_scale(self, column: str) -> int | None:
+        """The scale of `column`'s declared DECIMAL type, None when it is no DECIMAL."""
+        from wide_assets.decimals import DecimalType
+
+        declared = DecimalType.parse(dict(self.columns)[column])
+        return None if declared is None else declared.scale
 
     @property
     def has_column_sets(self) -> bool:
