@@ -210,12 +210,23 @@ def _materialize(rows: Any) -> None:
     rows.write.format("noop").mode("overwrite").save()
 
 
-def _wide_write(layout: Layout, base: str, candidate: str, timings: Timings) -> Any:
-    """Time one `WideTable.write` of the batch into `candidate`'s copy of the `base` WideTable."""
+def _jvm_spark() -> Any:
+    """Classic JVM Spark local[2] with delta-spark (the jars `make jars` fetched), 4 GB driver."""
+    from wide_assets.session import EngineSettings, get_spark
+
+    settings = EngineSettings(
+        engine="classic", master="local[2]", with_delta=True, spark_conf={"spark.driver.memory": "4g"}
+    )
+    return get_spark(settings)
+
+
+def _wide_write(layout: Layout, base: str, candidate: str, timings: Timings, spark: Any | None = None) -> Any:
+    """Time one `WideTable.write` of the batch into `candidate`'s copy of the `base` WideTable, on
+    `spark` (default: the engine the environment names)."""
     from wide_assets import WideTable, get_spark
 
     table = _copied_base(layout, base, candidate)
-    spark = get_spark()
+    spark = spark or get_spark()
     wide = WideTable.open(spark, table)
     with timings.phase("total"):
         wide.write(spark.read.parquet(str(layout.changes)))
@@ -227,6 +238,12 @@ def wide_assets_default(layout: Layout, timings: Timings) -> None:
     storage (merge, changelog append, MERGE into Delta)."""
     wide = _wide_write(layout, "default", "wide_assets_default", timings)
     _save_rows(wide.read(), layout, "wide_assets_default")
+
+
+def wide_assets_jvm(layout: Layout, timings: Timings) -> None:
+    """The default `WideTable.write` on classic JVM Spark with delta-spark (Delta's own reader)."""
+    wide = _wide_write(layout, "default", "wide_assets_jvm", timings, _jvm_spark())
+    _save_rows(wide.read(), layout, "wide_assets_jvm")
 
 
 def wide_assets_write_only(layout: Layout, timings: Timings) -> None:
@@ -268,13 +285,10 @@ def dagster_default(layout: Layout, timings: Timings) -> None:
     _save_rows(WideTable.open(spark, table).read(), layout, "dagster_default")
 
 
-def _sail_merge(layout: Layout, base: str, candidate: str, timings: Timings) -> None:
-    """Sail's `MERGE INTO` of the batch reduced in Sail SQL into a copy of the plain Delta `base`; the
-    reduction alone is timed apart afterwards (`reduce_alone`, not in the total)."""
-    from wide_assets import get_spark
-
+def _engine_merge(spark: Any, layout: Layout, base: str, candidate: str, timings: Timings) -> None:
+    """The engine's own `MERGE INTO` of the batch reduced in its SQL into a copy of the plain Delta
+    `base`; the reduction alone is timed apart afterwards (`reduce_alone`, not in the total)."""
     table = _copied_base(layout, base, candidate)
-    spark = get_spark()
     changes = spark.read.parquet(str(layout.changes))
     reduced = f"({reduce_sql('{changes}')})"
     with timings.phase("total"):
@@ -286,12 +300,26 @@ def _sail_merge(layout: Layout, base: str, candidate: str, timings: Timings) -> 
 
 def sail_merge(layout: Layout, timings: Timings) -> None:
     """Sail `MERGE INTO` a plain Delta table (copy-on-write: touched files are rewritten)."""
-    _sail_merge(layout, "delta", "sail_merge", timings)
+    from wide_assets import get_spark
+
+    _engine_merge(get_spark(), layout, "delta", "sail_merge", timings)
 
 
 def sail_merge_dv(layout: Layout, timings: Timings) -> None:
     """Sail `MERGE INTO` a plain Delta table with deletion vectors enabled."""
-    _sail_merge(layout, "delta_dv", "sail_merge_dv", timings)
+    from wide_assets import get_spark
+
+    _engine_merge(get_spark(), layout, "delta_dv", "sail_merge_dv", timings)
+
+
+def delta_spark_merge(layout: Layout, timings: Timings) -> None:
+    """delta-spark's `MERGE INTO` on classic JVM Spark into a plain Delta table (copy-on-write)."""
+    _engine_merge(_jvm_spark(), layout, "delta", "delta_spark_merge", timings)
+
+
+def delta_spark_merge_dv(layout: Layout, timings: Timings) -> None:
+    """delta-spark's `MERGE INTO` on classic JVM Spark into a Delta table with deletion vectors."""
+    _engine_merge(_jvm_spark(), layout, "delta_dv", "delta_spark_merge_dv", timings)
 
 
 def _recompute(spark: Any, layout: Layout, output: Path) -> None:
@@ -388,11 +416,14 @@ CANDIDATES: dict[str, Callable[[Layout, Timings], None]] = {
     f.__name__: f
     for f in (
         wide_assets_default,
+        wide_assets_jvm,
         wide_assets_write_only,
         dagster_default,
         deltars_merge,
         sail_merge,
         sail_merge_dv,
+        delta_spark_merge,
+        delta_spark_merge_dv,
         duckdb_merge,
         recompute_sail,
         recompute_jvm,

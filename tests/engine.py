@@ -10,20 +10,14 @@ configure the embedded engine as usual.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from wide_assets.jvm import JARS_VARIABLE
 from wide_assets.session import EngineSettings
 
 if TYPE_CHECKING:
     from wide_assets.pipelines.resources import SparkEngine
 
 __all__ = ["ENGINE", "JVM", "spark_resource"]
-
-# `make test` sets it; a bare `pytest` in a checkout finds the jars `make jars` fetched all the same.
-os.environ.setdefault(JARS_VARIABLE, str(Path(__file__).resolve().parents[1] / ".jars"))
 
 
 def _engine_under_test() -> EngineSettings:

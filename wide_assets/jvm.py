@@ -33,31 +33,39 @@ __all__ = [
 # In step with jvm/pom.xml (tests/unit/test_jvm.py holds them together): Delta for Spark 4.0.x, built
 # against the Spark 4.0.1 that the pip pyspark pinned in pyproject.toml ships.
 DELTA_PACKAGES: tuple[str, ...] = ("io.delta:delta-spark_2.13:4.0.1", "io.delta:delta-storage:4.0.1")
-# The folder holding the jars (`make` sets it to the project's .jars/). Unset, Spark resolves
-# DELTA_PACKAGES from Maven itself (`spark.jars.packages`, into ~/.ivy2) on its first start.
+# The folder holding the jars (`make` sets it to the project's .jars/). Unset: `.jars` in the working
+# directory when `make jars` filled it (a project's root), else Spark resolves DELTA_PACKAGES from
+# Maven itself (`spark.jars.packages`, into ~/.ivy2) on its first start.
 JARS_VARIABLE = "WIDE_ASSETS_JARS"
+PROJECT_JARS = Path(".jars")
 CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
-_DELTA_SQL: Mapping[str, str] = MappingProxyType(
+_DELTA_SESSION: Mapping[str, str] = MappingProxyType(
     {
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         # Delta replays a table's log in 50 tasks by default, sized for clusters: every read of a
         # small table paid for 50 tasks. The engine's shuffle width fits the tables a session reads.
         "spark.databricks.delta.snapshotPartitions": "4",
+        # The engine writes the table's Parquet files itself (our commits name them). JVM Spark writes
+        # timestamps as INT96 by default, whose footers carry no usable bounds: readers that prune by
+        # the statistics we derive from them missed rows. Delta's own writer uses microseconds too.
+        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     }
 )
 _STARTUP_TIMEOUT_S = 180.0
 
 
 def delta_jars(environ: Mapping[str, str] | None = None) -> list[str]:
-    """The jar files of DELTA_PACKAGES in $WIDE_ASSETS_JARS; [] when it is unset. A folder that lacks
-    one is an error naming it and `make jars`, never a session without Delta."""
+    """The jar files of DELTA_PACKAGES in $WIDE_ASSETS_JARS (or a filled `./.jars`); [] when there is
+    none. A named folder that lacks one is an error naming it and `make jars`, never a session
+    without Delta."""
     env = os.environ if environ is None else environ
     folder = env.get(JARS_VARIABLE, "").strip()
     if not folder:
-        return []
-    paths = [Path(folder) / f"{artifact}-{version}.jar" for _, artifact, version in _coordinates()]
+        found = [PROJECT_JARS / name for name in _jar_names()]
+        return [str(path.resolve()) for path in found] if all(p.is_file() for p in found) else []
+    paths = [Path(folder) / name for name in _jar_names()]
     missing = [path.name for path in paths if not path.is_file()]
     if missing:
         raise FileNotFoundError(
@@ -71,13 +79,12 @@ def delta_conf(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """Spark conf that loads Delta into a JVM session: the local jars, else their Maven coordinates."""
     jars = delta_jars(environ)
     loaded = {"spark.jars": ",".join(jars)} if jars else {"spark.jars.packages": ",".join(DELTA_PACKAGES)}
-    return {**loaded, **_DELTA_SQL}
+    return {**loaded, **_DELTA_SESSION}
 
 
-def _coordinates() -> Iterator[tuple[str, str, str]]:
-    for coordinate in DELTA_PACKAGES:
-        group, artifact, version = coordinate.split(":")
-        yield group, artifact, version
+def _jar_names() -> list[str]:
+    """The file names `mvn dependency:copy-dependencies` gives DELTA_PACKAGES' jars."""
+    return [f"{artifact}-{version}.jar" for _, artifact, version in (c.split(":") for c in DELTA_PACKAGES)]
 
 
 @dataclass(frozen=True)
