@@ -106,49 +106,48 @@ def _order_key(source: str, unit: Unit) -> tuple[Any, ...]:
     return (not untimed, None if untimed else unit.op_time, source, unit.offset)
 
 
-def _key_orders(
-    nodes: Sequence[tuple[str, Unit]], order_keys: Sequence[tuple[Any, ...]]
-) -> dict[Hashable, list[int]]:
-    """Per key: its records (node ids) merged by `order_keys`, each source's in landing order."""
+def _streams(nodes: Sequence[tuple[str, Unit]]) -> dict[Hashable, list[list[int]]]:
+    """Per key: its records (node ids), per source in landing order."""
     streams: dict[Hashable, dict[str, list[int]]] = {}
     for node, (source, unit) in enumerate(nodes):
         for key in unit.effects:
             streams.setdefault(key, {}).setdefault(source, []).append(node)
+    return {key: list(by_source.values()) for key, by_source in streams.items()}
+
+
+def _merged(streams: list[list[int]], order_keys: Sequence[tuple[Any, ...]]) -> list[int]:
+    """A key's records: its sources' streams merged by `order_keys`, each kept in landing order."""
 
     def ordered(stream: list[int]) -> Iterator[tuple[tuple[Any, ...], int]]:
         return ((order_keys[n], n) for n in stream)
 
-    return {
-        key: [n for _, n in heapq.merge(*(ordered(s) for s in by_source.values()))]
-        for key, by_source in streams.items()
-    }
+    return [n for _, n in heapq.merge(*(ordered(s) for s in streams))]
 
 
-def _edges(
-    nodes: Sequence[tuple[str, Unit]], orders: Mapping[Hashable, list[int]], stored: frozenset[Hashable]
-) -> tuple[list[_Edge], set[int]]:
-    """The edges between the run's records, and the retractions (nodes) to write as inserts."""
+def _key_edges(
+    key: Hashable, order: list[int], nodes: Sequence[tuple[str, Unit]], stored: bool
+) -> tuple[list[_Edge], list[int]]:
+    """The edges between one key's records (in `order`), and its retractions to write as inserts."""
+    effects = [nodes[n][1].effects[key] for n in order]
+    sources = [nodes[n][0] for n in order]
     edges: list[_Edge] = []
-    as_inserts: set[int] = set()
-    for key, order in orders.items():
-        effects = [nodes[n][1].effects[key] for n in order]
-        sources = [nodes[n][0] for n in order]
-        # A removal follows every earlier record of another source; any record follows the removals
-        # of other sources before it (a source's earlier records precede its later ones anyway).
-        last: dict[str, int] = {}
-        last_removal: dict[str, int] = {}
-        for node, effect, source in zip(order, effects, sources, strict=True):
-            for other, before in (last if effect == REMOVE else last_removal).items():
-                if other != source:
-                    edges.append(_Edge(before, node, True, key))
-            last[source] = node
-            if effect == REMOVE:
-                last_removal[source] = node
-        for wait in _row_waits(key, order, effects, sources, key in stored):
-            if isinstance(wait, _Edge):
-                edges.append(wait)
-            else:
-                as_inserts.add(wait)
+    # A removal follows every earlier record of another source; any record follows the removals of
+    # other sources before it (a source's earlier records precede its later ones anyway).
+    last: dict[str, int] = {}
+    last_removal: dict[str, int] = {}
+    for node, effect, source in zip(order, effects, sources, strict=True):
+        for other, before in (last if effect == REMOVE else last_removal).items():
+            if other != source:
+                edges.append(_Edge(before, node, True, key))
+        last[source] = node
+        if effect == REMOVE:
+            last_removal[source] = node
+    as_inserts: list[int] = []
+    for wait in _row_waits(key, order, effects, sources, stored):
+        if isinstance(wait, _Edge):
+            edges.append(wait)
+        else:
+            as_inserts.append(wait)
     return edges, as_inserts
 
 
@@ -280,11 +279,15 @@ def _ordered_edges(
     ]
     order_keys = [_order_key(source, unit) for source, unit in nodes]
     clamped = _clamped(nodes, order_keys)
-    exact = orders = _key_orders(nodes, order_keys)
+    streams = _streams(nodes)
+    exact = {key: _merged(s, order_keys) for key, s in streams.items()}
+    orders = dict(exact)
+    per_key = {key: _key_edges(key, order, nodes, key in stored) for key, order in orders.items()}
     given_way: dict[tuple[int, int], Hashable] = {}
     while True:
-        found, as_inserts = _edges(nodes, orders, stored)
-        edges = chain + [e for e in found if (e.before, e.after) not in given_way]
+        edges = chain + [
+            e for found, _ in per_key.values() for e in found if (e.before, e.after) not in given_way
+        ]
         successors: list[list[int]] = [[] for _ in nodes]
         for edge in edges:
             successors[edge.before].append(edge.after)
@@ -293,15 +296,22 @@ def _ordered_edges(
         if not cyclic:
             break
         in_cycles = {component[e.after] for e in cyclic}
-        late = [n for n in clamped if component[n] in in_cycles and order_keys[n] != clamped[n]]
+        # Move the late records at the ends of the cycles' strict edges (else any in the cycles), all at
+        # once: one at a time moves fewer but takes a pass over the whole graph each.
+        ends = {n for e in cyclic for n in (e.before, e.after)}
+        candidates = [n for n in clamped if component[n] in in_cycles and order_keys[n] != clamped[n]]
+        late = [n for n in candidates if n in ends] or candidates
         if late:
             for node in late:
                 order_keys[node] = clamped[node]
-            orders = _key_orders(nodes, order_keys)
+            for key in {key for node in late for key in nodes[node][1].effects}:
+                orders[key] = _merged(streams[key], order_keys)
+                per_key[key] = _key_edges(key, orders[key], nodes, key in stored)
             continue
         waits = [e for e in edges if e.waits_for_row and component[e.after] in in_cycles]
         given = [e for e in waits if component[e.before] == component[e.after]] or cyclic
         given_way.update(((e.before, e.after), e.key) for e in given)
+    as_inserts = {node for _, inserts in per_key.values() for node in inserts}
     # Per source: the keys whose order moved with its late records, or waits for a row it gave up.
     unordered: dict[str, set[Hashable]] = {}
     for key, order in exact.items():
