@@ -269,9 +269,9 @@ def _ordered_edges(
     nodes: Sequence[tuple[str, Unit]], stored: frozenset[Hashable]
 ) -> tuple[list[_Edge], list[int], set[int], dict[str, set[Hashable]]]:
     """The edges the commits follow, their components, the retractions to write as inserts, and per
-    source the keys whose order could not be kept: a cycle through a strict edge first moves its late records to
-    their source's latest op time before them, then gives way on retractions waiting for their row,
-    then on every strict edge in it (module doc)."""
+    source the keys whose order could not be kept: a cycle through a strict edge first moves late
+    records in it to their source's latest op time before them, then gives way on retractions
+    waiting for their row, then on every strict edge in it (module doc)."""
     chain = [
         _Edge(a, b, False, None)
         for a, b in itertools.pairwise(range(len(nodes)))
