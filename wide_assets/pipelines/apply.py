@@ -293,28 +293,30 @@ def _as_inserts(
     return changes.selectExpr(*(column(c) for c in changes.columns))
 
 
+def _retraction_effect(spec: WideTableSpec, source: SourceSpec, table: WideTable) -> str:
+    """What a retraction (`-U`/`-D`) of `source` does to its key's row (`run_order`)."""
+    merge = table.definition.merge
+    if source.deletes == "ignore":
+        return INERT
+    if source.deletes == "remove-row" or merge.remove_record_on_delete:
+        return REMOVE
+    if merge.engine not in ("partial-update", "aggregation"):
+        # Other engines' retractions remove the row (deduplicate, last_row), or may (Fluss, W3).
+        return REMOVE
+    return RETRACT if _cleared_by_insert(spec, source, table) is None else CLEAR
+
+
 def _effect(spec: WideTableSpec, source: SourceSpec, table: WideTable, changes: DataFrame) -> str:
     """SQL: what a change row `c` does to its key's row, for its order against other sources' records
     (`run_order`): under first-row, where a key's first record wins, every record keeps its order."""
     from wide_assets.merge import engine_for
 
-    merge = table.definition.merge
-    if engine_for(merge).first_record_wins:
+    if engine_for(table.definition.merge).first_record_wins:
         return string_literal(REMOVE)
     if "_row_kind" not in changes.columns:
         return string_literal(MAKE)
-    if source.deletes == "ignore":
-        retraction = INERT
-    elif (
-        source.deletes == "remove-row"
-        or merge.remove_record_on_delete
-        or merge.engine not in ("partial-update", "aggregation")
-    ):
-        # Other engines' retractions remove the row (deduplicate, last_row), or may (Fluss, W3).
-        retraction = REMOVE
-    else:
-        retraction = RETRACT if _cleared_by_insert(spec, source, table) is None else CLEAR
-    return f"CASE WHEN c._row_kind IN ('-U', '-D') THEN {string_literal(retraction)} ELSE {string_literal(MAKE)} END"
+    retraction = string_literal(_retraction_effect(spec, source, table))
+    return f"CASE WHEN c._row_kind IN ('-U', '-D') THEN {retraction} ELSE {string_literal(MAKE)} END"
 
 
 def _shared_key_units(
@@ -329,7 +331,7 @@ def _shared_key_units(
     family = op_time_family(spec)
     keys = columns(spec.primary_key)
     types = dict(spec.columns)
-    frames: dict[str, Any] = {"stored": table.read()}
+    frames: dict[str, Any] = {}
     selects = []
     for i, (name, (pending, changes)) in enumerate(prepared.items()):
         if "_offset" not in changes.columns:
@@ -347,15 +349,21 @@ def _shared_key_units(
     if len(selects) < 2:
         return {}, set()
     union = " UNION ALL ".join(selects)
-    stored_key = " AND ".join(f"t.{quote(k)} IS NOT NULL" for k in spec.primary_key)
-    rows = spark.sql(
+    query = (
         f"WITH u AS ({union}), shared AS (SELECT {keys} FROM u GROUP BY {keys} HAVING count(DISTINCT _source) > 1), "
-        "kept AS (SELECT u.* FROM u LEFT SEMI JOIN shared s ON "
-        + key_join(spec.primary_key, "u", "s")
-        + f") SELECT k.*, {stored_key} AS _stored FROM kept k LEFT JOIN (SELECT DISTINCT {keys} FROM {{stored}}) t ON "
-        + key_join(spec.primary_key, "k", "t"),
-        **frames,
-    ).collect()
+        "kept AS (SELECT u.* FROM u LEFT SEMI JOIN shared s ON " + key_join(spec.primary_key, "u", "s") + ") "
+    )
+    # Whether the table holds a key matters only to a retraction that must meet its row.
+    if any(_retraction_effect(spec, spec.source(name), table) in (CLEAR, RETRACT) for name in prepared):
+        frames["stored"] = table.read()
+        held = " AND ".join(f"t.{quote(k)} IS NOT NULL" for k in spec.primary_key)
+        query += (
+            f"SELECT k.*, {held} AS _stored FROM kept k LEFT JOIN (SELECT DISTINCT {keys} FROM {{stored}}) t ON "
+            + key_join(spec.primary_key, "k", "t")
+        )
+    else:
+        query += "SELECT *, FALSE AS _stored FROM kept"
+    rows = spark.sql(query, **frames).collect()
     grouped: dict[tuple[str, int], tuple[Any, dict[Hashable, set[str]]]] = {}
     stored: set[Hashable] = set()
     for row in rows:
