@@ -249,13 +249,16 @@ def _cleared_by_insert(spec: WideTableSpec, source: SourceSpec, table: WideTable
     """The columns a retraction of `source` clears, when an insert of NULLs in them with the record's
     sequence fields does what the retraction does (P7 and P10 on sequence groups without an aggregate
     function, in a Paimon partial-update table whose retractions neither remove rows nor are ignored),
-    except that it also makes the row (`run_order.CLEAR`); else None."""
+    except that it also makes the row (`run_order.CLEAR`); else None. Not under durable tombstones:
+    they drop inserts (T2), so another source's insert may make no row, and the written insert itself
+    may be dropped where the retraction would not be."""
     merge = table.definition.merge
     if (
         merge.dialect != "paimon"
         or merge.engine != "partial-update"
         or merge.ignore_delete
         or merge.remove_record_on_delete
+        or merge.tombstone_retention_s is not None
         or source.transform is not None
         or source.aggregates
         or source.has_column_sets
