@@ -18,7 +18,7 @@ import pytest
 from wide_assets.pipelines import SourceSpec, WideTableSpec
 from wide_assets.pipelines.apply import apply_sources, open_wide_table
 from wide_assets.pipelines.ingest import ingest, landed_files
-from wide_assets.pipelines.run_order import Segment, Unit, commit_segments
+from wide_assets.pipelines.run_order import CLEAR, MAKE, REMOVE, RETRACT, Segment, Unit, commit_plan
 
 START = datetime(2026, 1, 1)
 ORDERS = SourceSpec(
@@ -148,37 +148,113 @@ def test_the_deleting_source_listed_first_or_last_gives_the_time_ordered_table(
     assert last == expected
 
 
+def segments(
+    sources: list[str], ranges: dict[str, tuple[int, int]], units: dict[str, list[Unit]]
+) -> list[Segment]:
+    plan = commit_plan(sources, ranges, units)
+    assert not plan.unordered
+    return plan.segments
+
+
 def test_segments_interleave_sources_only_where_a_shared_key_needs_it() -> None:
-    # Key 1: a (t=1), b (t=2), a (t=3): a's second record needs a commit after b's.
+    # Key 1: a (t=1), b's removal (t=2), a (t=3): a's second record needs a commit after b's.
     units = {
-        "a": [Unit(11, 1, frozenset({1})), Unit(13, 3, frozenset({1}))],
-        "b": [Unit(21, 2, frozenset({1}))],
+        "a": [Unit(11, 1, {1: MAKE}), Unit(13, 3, {1: MAKE})],
+        "b": [Unit(21, 2, {1: REMOVE})],
     }
     ranges = {"a": (10, 15), "b": (20, 25)}
-    assert commit_segments(["a", "b"], ranges, units) == [
+    assert segments(["a", "b"], ranges, units) == [
         Segment("a", 11, 12),
         Segment("b", 21, 25),
         Segment("a", 13, 15),
     ]
     # Listed the other way round: the same order of the shared key's records.
-    assert commit_segments(["b", "a"], ranges, units) == [
+    assert segments(["b", "a"], ranges, units) == [
         Segment("a", 11, 12),
         Segment("b", 21, 25),
         Segment("a", 13, 15),
     ]
-    # Without a shared key, or when no record of it is a retraction (upserts of two sources write
+    # Without a shared key, or when no record of it may remove the row (upserts of two sources write
     # different columns and commute): one commit per source.
-    upserts = {s: [Unit(u.offset, u.op_time, u.keys, ordered=False) for u in us] for s, us in units.items()}
+    upserts = {
+        s: [Unit(u.offset, u.op_time, dict.fromkeys(u.effects, MAKE)) for u in us] for s, us in units.items()
+    }
     whole = [Segment("a", 11, 15), Segment("b", 21, 25)]
-    assert commit_segments(["a", "b"], ranges, {}) == whole
-    assert commit_segments(["a", "b"], ranges, upserts) == whole
+    assert segments(["a", "b"], ranges, {}) == whole
+    assert segments(["a", "b"], ranges, upserts) == whole
 
 
 def test_an_equal_op_time_goes_to_the_source_name_first_and_no_op_time_comes_first() -> None:
-    # b's retraction and a's record at the same op time: a, by name, whatever the listed order.
-    tied = {"a": [Unit(11, 5, frozenset({1}))], "b": [Unit(1, 5, frozenset({1}))]}
+    # b's removal and a's record at the same op time: a, by name, whatever the listed order.
+    tied = {"a": [Unit(11, 5, {1: MAKE})], "b": [Unit(1, 5, {1: REMOVE})]}
     ranges = {"a": (10, 11), "b": (0, 1)}
-    assert commit_segments(["b", "a"], ranges, tied) == [Segment("a", 11, 11), Segment("b", 1, 1)]
+    assert segments(["b", "a"], ranges, tied) == [Segment("a", 11, 11), Segment("b", 1, 1)]
     # A record without an op time sorts before every timed one.
-    untimed = {"a": [Unit(11, 5, frozenset({1}))], "b": [Unit(1, None, frozenset({1}))]}
-    assert commit_segments(["a", "b"], ranges, untimed) == [Segment("b", 1, 1), Segment("a", 11, 11)]
+    untimed = {"a": [Unit(11, 5, {1: REMOVE})], "b": [Unit(1, None, {1: MAKE})]}
+    assert segments(["a", "b"], ranges, untimed) == [Segment("b", 1, 1), Segment("a", 11, 11)]
+
+
+T = {
+    name: datetime(2026, 1, 1, int(name[:2]), int(name[2:]))
+    for name in ("0000", "0039", "1346", "1730", "1759", "1900", "2000")
+}
+
+
+def test_a_late_record_keeps_its_keys_order_whatever_other_keys_hold() -> None:
+    # Key X: orders +I 00:39 and -D 17:59; payments 13:46, 17:30 and, landed after a payment of key Y
+    # at 20:00, a late one of 13:46: every payment precedes the delete, so payments commit first,
+    # though the late one landed after records later than the delete.
+    units = {
+        "orders": [
+            Unit(1, T["0039"], {"X": MAKE}),
+            Unit(2, T["1759"], {"X": REMOVE}),
+            Unit(3, T["1900"], {"Y": MAKE}),
+        ],
+        "payments": [
+            Unit(11, T["1346"], {"X": MAKE}),
+            Unit(12, T["1730"], {"X": MAKE}),
+            Unit(13, T["2000"], {"Y": MAKE}),
+            Unit(14, T["1346"], {"X": MAKE}),
+        ],
+    }
+    ranges = {"orders": (0, 3), "payments": (10, 14)}
+    assert segments(["orders", "payments"], ranges, units) == [
+        Segment("orders", 1, 1),
+        Segment("payments", 11, 14),
+        Segment("orders", 2, 3),
+    ]
+
+
+def test_a_late_record_whose_keys_order_no_commits_can_keep_is_reported() -> None:
+    # X's late payment (13:46) must precede orders' -D X (17:59); Y's payment (20:00), landed before it,
+    # must follow orders' -D Y (19:00), landed after -D X: no cut of the two sources into commits keeps
+    # both. The late payment is ordered at 20:00 instead, and X reported.
+    units = {
+        "orders": [
+            Unit(1, T["0000"], {"X": MAKE}),
+            Unit(2, T["0000"], {"Y": MAKE}),
+            Unit(3, T["1759"], {"X": REMOVE}),
+            Unit(4, T["1900"], {"Y": REMOVE}),
+        ],
+        "payments": [Unit(11, T["2000"], {"Y": MAKE}), Unit(12, T["1346"], {"X": MAKE})],
+    }
+    plan = commit_plan(["payments", "orders"], {"orders": (0, 4), "payments": (10, 12)}, units)
+    assert plan.segments == [Segment("orders", 1, 4), Segment("payments", 11, 12)]
+    assert plan.unordered == {"payments": frozenset({"X"})}
+
+
+def test_a_retraction_that_would_meet_no_row_waits_for_it_or_is_written_as_an_insert() -> None:
+    # Key 1 is new: b's retraction (t=1) comes before a's insert (t=2), which makes the row.
+    ranges = {"a": (10, 11), "b": (0, 1)}
+    clear = {"a": [Unit(11, 2, {1: MAKE})], "b": [Unit(1, 1, {1: CLEAR})]}
+    plan = commit_plan(["b", "a"], ranges, clear)
+    # Clearing function-less columns: the same as an insert of NULLs, in any order.
+    assert plan.segments == [Segment("b", 1, 1), Segment("a", 11, 11)]
+    assert plan.inserts == {"b": frozenset({1})}
+    # A retraction of an aggregated column waits for the commit that makes the row.
+    retract = {"a": clear["a"], "b": [Unit(1, 1, {1: RETRACT})]}
+    plan = commit_plan(["b", "a"], ranges, retract)
+    assert (plan.segments, plan.inserts) == ([Segment("a", 11, 11), Segment("b", 1, 1)], {})
+    # A key the table holds already has its row: nothing to wait for.
+    plan = commit_plan(["b", "a"], ranges, retract, stored=frozenset({1}))
+    assert (plan.segments, plan.inserts) == ([Segment("b", 1, 1), Segment("a", 11, 11)], {})

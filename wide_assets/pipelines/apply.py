@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from wide_assets.errors import ConcurrentWriteError, InvalidInputError, TableStateError
 from wide_assets.pipelines.aggregated import aggregated_changes
 from wide_assets.pipelines.markdown import markdown_table
-from wide_assets.pipelines.run_order import Unit, commit_segments
+from wide_assets.pipelines.run_order import CLEAR, INERT, MAKE, REMOVE, RETRACT, Unit, commit_plan
 from wide_assets.pipelines.specs import LakeTableSpec, SourceSpec, WideTableSpec, op_time_family
 from wide_assets.sql import columns, key_join, quote, string_literal
 
@@ -73,6 +73,8 @@ class SourceApplied:
     to_offset: int
     source_version: int
     results: tuple[WriteResult, ...] = ()
+    # Keys whose records this source's late records kept from op-time order (`run_order`).
+    unordered_keys: frozenset[Hashable] = frozenset()
 
     @property
     def result(self) -> WriteResult | None:
@@ -179,6 +181,7 @@ def apply_sources(
     run commits part of a range first (`ConcurrentWriteError`), the commit that lost wrote nothing:
     read every source's pending records again and go on from there."""
     made: dict[str, list[WriteResult]] = {source.name: [] for source in spec.sources}
+    unordered: dict[str, frozenset[Hashable]] = {}
     first: dict[str, Pending] = {}
     latest: dict[str, Pending] = {}
     attempt = 1
@@ -192,7 +195,8 @@ def apply_sources(
                 changes = source_changes(spark, spec, source, pending, path)
                 prepared[source.name] = (pending, changes)
         try:
-            _apply_in_time_order(spark, spec, table, prepared, made)
+            for name, keys in _apply_in_time_order(spark, spec, table, prepared, made).items():
+                unordered[name] = unordered.get(name, frozenset()) | keys
             break
         except ConcurrentWriteError:
             if attempt == CONFLICT_RETRIES:
@@ -205,6 +209,7 @@ def apply_sources(
             latest[name].to_offset,
             latest[name].source_version,
             tuple(made[name]),
+            unordered.get(name, frozenset()),
         )
         for name in latest
     ]
@@ -216,21 +221,105 @@ def _apply_in_time_order(
     table: WideTable,
     prepared: Mapping[str, tuple[Pending, DataFrame]],
     made: dict[str, list[WriteResult]],
-) -> None:
+) -> dict[str, frozenset[Hashable]]:
     """Commit `prepared` (source -> its pending records and their wide-table changes) in the order of
-    `run_order.commit_segments`, adding each commit made to `made`."""
+    `run_order.commit_plan`, adding each commit made to `made`. Returns, per source, the keys whose
+    op-time order its late records made impossible to keep with one commit per range of a source."""
     ranges = {name: (pending.from_offset, pending.to_offset) for name, (pending, _) in prepared.items()}
-    units = _shared_key_units(spark, spec, table, prepared) if len(prepared) > 1 else {}
+    units, stored = _shared_key_units(spark, spec, table, prepared) if len(prepared) > 1 else ({}, set())
+    plan = commit_plan([s.name for s in spec.sources], ranges, units, frozenset(stored))
     progress = {name: low for name, (low, _) in ranges.items()}
-    for segment in commit_segments([s.name for s in spec.sources], ranges, units):
+    for segment in plan.segments:
         pending, changes = prepared[segment.source]
+        source = spec.source(segment.source)
         if (segment.first, segment.last) != ranges[segment.source]:
             changes = changes.where(f"_offset BETWEEN {segment.first} AND {segment.last}")
+        inserts = [o for o in plan.inserts.get(segment.source, ()) if segment.first <= o <= segment.last]
+        if inserts:
+            changes = _as_inserts(spec, source, table, changes, inserts)
         # The segment as a pending range of its own: its commit's txn is its last offset.
         part = Pending(segment.source, progress[segment.source], segment.last, pending.source_version, None)
-        targets = list(spec.column_map(spec.source(segment.source)).values())
+        targets = list(spec.column_map(source).values())
         made[segment.source].extend(apply_pending(table, part, changes, targets).results)
         progress[segment.source] = segment.last
+    return dict(plan.unordered)
+
+
+def _cleared_by_insert(spec: WideTableSpec, source: SourceSpec, table: WideTable) -> tuple[str, ...] | None:
+    """The columns a retraction of `source` clears, when an insert of NULLs in them with the record's
+    sequence fields does what the retraction does (P7 and P10 on sequence groups without an aggregate
+    function, in a Paimon partial-update table whose retractions neither remove rows nor are ignored),
+    except that it also makes the row (`run_order.CLEAR`); else None. Not under durable tombstones:
+    they drop inserts (T2), so another source's insert may make no row, and the written insert itself
+    may be dropped where the retraction would not be."""
+    merge = table.definition.merge
+    if (
+        merge.dialect != "paimon"
+        or merge.engine != "partial-update"
+        or merge.ignore_delete
+        or merge.remove_record_on_delete
+        or merge.tombstone_retention_s is not None
+        or source.transform is not None
+        or source.aggregates
+        or source.has_column_sets
+    ):
+        return None
+    written = set(spec.column_map(source).values()) - set(spec.primary_key)
+    groups = [g for g in merge.sequence_groups if written & {*g.sequence_fields, *g.protected}]
+    grouped = {c for g in groups for c in (*g.sequence_fields, *g.protected)}
+    sequences = {f for g in groups for f in g.sequence_fields}
+    if (
+        not written <= grouped
+        or not sequences <= written
+        or written & set(merge.functions)
+        or sequences & set(merge.remove_record_on_sequence_group)
+    ):
+        return None
+    return tuple(c for c in spec.column_map(source).values() if c in written - sequences)
+
+
+def _as_inserts(
+    spec: WideTableSpec, source: SourceSpec, table: WideTable, changes: DataFrame, offsets: Sequence[int]
+) -> DataFrame:
+    """`changes` with the retractions at `offsets` written as inserts of NULLs (`_cleared_by_insert`)."""
+    cleared = _cleared_by_insert(spec, source, table)
+    assert cleared is not None, "only a CLEAR retraction is written as an insert"
+    chosen = f"_offset IN ({', '.join(str(int(o)) for o in sorted(offsets))})"
+
+    def column(name: str) -> str:
+        if name in cleared:
+            return f"CASE WHEN {chosen} THEN NULL ELSE {quote(name)} END AS {quote(name)}"
+        if name == "_row_kind":
+            return f"CASE WHEN {chosen} THEN '+I' ELSE _row_kind END AS _row_kind"
+        return quote(name)
+
+    return changes.selectExpr(*(column(c) for c in changes.columns))
+
+
+def _retraction_effect(spec: WideTableSpec, source: SourceSpec, table: WideTable) -> str:
+    """What a retraction (`-U`/`-D`) of `source` does to its key's row (`run_order`)."""
+    merge = table.definition.merge
+    if source.deletes == "ignore":
+        return INERT
+    if source.deletes == "remove-row" or merge.remove_record_on_delete:
+        return REMOVE
+    if merge.engine not in ("partial-update", "aggregation"):
+        # Other engines' retractions remove the row (deduplicate, last_row), or may (Fluss, W3).
+        return REMOVE
+    return RETRACT if _cleared_by_insert(spec, source, table) is None else CLEAR
+
+
+def _effect(spec: WideTableSpec, source: SourceSpec, table: WideTable, changes: DataFrame) -> str:
+    """SQL: what a change row `c` does to its key's row, for its order against other sources' records
+    (`run_order`): under first-row, where a key's first record wins, every record keeps its order."""
+    from wide_assets.merge import engine_for
+
+    if engine_for(table.definition.merge).first_record_wins:
+        return string_literal(REMOVE)
+    if "_row_kind" not in changes.columns:
+        return string_literal(MAKE)
+    retraction = string_literal(_retraction_effect(spec, source, table))
+    return f"CASE WHEN c._row_kind IN ('-U', '-D') THEN {retraction} ELSE {string_literal(MAKE)} END"
 
 
 def _shared_key_units(
@@ -238,16 +327,11 @@ def _shared_key_units(
     spec: WideTableSpec,
     table: WideTable,
     prepared: Mapping[str, tuple[Pending, DataFrame]],
-) -> dict[str, list[Unit]]:
+) -> tuple[dict[str, list[Unit]], set[Hashable]]:
     """Per source: its changes whose key another source also changes in the run, with their op times
-    (the op time of the record at the change's `_offset`, in the type `op_time_family` sorts by)."""
+    (the op time of the record at the change's `_offset`, in the type `op_time_family` sorts by) and
+    what they do to the row; and those keys the table holds now."""
     family = op_time_family(spec)
-    # Only a record that may remove the row changes a row by its order against another source's
-    # record (a retraction of a `remove-row` source); under first-row, where the first record of a
-    # key wins, every record does.
-    from wide_assets.merge import engine_for
-
-    every_record = engine_for(table.definition.merge).first_record_wins
     keys = columns(spec.primary_key)
     types = dict(spec.columns)
     frames: dict[str, Any] = {}
@@ -259,33 +343,44 @@ def _shared_key_units(
         source = spec.source(name)
         time = f"CAST(p.{quote(source.op_time)} AS {family})" if source.op_time else f"CAST(NULL AS {family})"
         frames[f"c{i}"], frames[f"p{i}"] = changes, pending.rows
-        removes = source.deletes == "remove-row" and "_row_kind" in changes.columns
-        ordered = "TRUE" if every_record else "c._row_kind IN ('-U', '-D')" if removes else "FALSE"
         selects.append(
             f"SELECT {string_literal(name)} AS _source, "
             + ", ".join(f"CAST(c.{quote(k)} AS {types[k]}) AS {quote(k)}" for k in spec.primary_key)
-            + f", c._offset, {time} AS _time, {ordered} AS _ordered "
+            + f", c._offset, {time} AS _time, {_effect(spec, source, table, changes)} AS _effect "
             f"FROM {{c{i}}} c LEFT JOIN {{p{i}}} p ON c._offset = p._offset"
         )
     if len(selects) < 2:
-        return {}
+        return {}, set()
     union = " UNION ALL ".join(selects)
-    rows = spark.sql(
-        f"WITH u AS ({union}), shared AS (SELECT {keys} FROM u GROUP BY {keys} HAVING count(DISTINCT _source) > 1) "
-        f"SELECT u.* FROM u LEFT SEMI JOIN shared s ON " + key_join(spec.primary_key, "u", "s"),
-        **frames,
-    ).collect()
-    grouped: dict[tuple[str, int], tuple[Any, set[Hashable], list[bool]]] = {}
-    for row in rows:
-        _, unit_keys, ordered_rows = grouped.setdefault(
-            (row._source, int(row._offset)), (row._time, set(), [])
+    query = (
+        f"WITH u AS ({union}), shared AS (SELECT {keys} FROM u GROUP BY {keys} HAVING count(DISTINCT _source) > 1), "
+        "kept AS (SELECT u.* FROM u LEFT SEMI JOIN shared s ON " + key_join(spec.primary_key, "u", "s") + ") "
+    )
+    # Whether the table holds a key matters only to a retraction that must meet its row.
+    if any(_retraction_effect(spec, spec.source(name), table) in (CLEAR, RETRACT) for name in prepared):
+        frames["stored"] = table.read()
+        held = " AND ".join(f"t.{quote(k)} IS NOT NULL" for k in spec.primary_key)
+        query += (
+            f"SELECT k.*, {held} AS _stored FROM kept k LEFT JOIN (SELECT DISTINCT {keys} FROM {{stored}}) t ON "
+            + key_join(spec.primary_key, "k", "t")
         )
-        unit_keys.add(tuple(row[k] for k in spec.primary_key))
-        ordered_rows.append(bool(row._ordered))
+    else:
+        query += "SELECT *, FALSE AS _stored FROM kept"
+    rows = spark.sql(query, **frames).collect()
+    grouped: dict[tuple[str, int], tuple[Any, dict[Hashable, set[str]]]] = {}
+    stored: set[Hashable] = set()
+    for row in rows:
+        key = tuple(row[k] for k in spec.primary_key)
+        _, effects = grouped.setdefault((row._source, int(row._offset)), (row._time, {}))
+        effects.setdefault(key, set()).add(row._effect)
+        if row._stored:
+            stored.add(key)
     units: dict[str, list[Unit]] = {}
-    for (name, offset), (time, unit_keys, ordered_rows) in grouped.items():
-        units.setdefault(name, []).append(Unit(offset, time, frozenset(unit_keys), any(ordered_rows)))
-    return units
+    for (name, offset), (time, effects) in grouped.items():
+        # Rows of one offset that do different things to a key (a transform's) keep its order.
+        single = {key: next(iter(kinds)) if len(kinds) == 1 else REMOVE for key, kinds in effects.items()}
+        units.setdefault(name, []).append(Unit(offset, time, single))
+    return units, stored
 
 
 def source_changes(

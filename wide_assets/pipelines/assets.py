@@ -253,6 +253,13 @@ def _applied_metadata(context: dg.AssetExecutionContext, applied: Sequence[Sourc
         metadata[f"{item.source}/offsets"] = f"({item.from_offset}, {item.to_offset}]"
         # Read by the sensors: a newer source version than this one may hold unapplied records.
         metadata[f"{item.source}/source_version"] = item.source_version
+        if item.unordered_keys:
+            metadata[f"{item.source}/keys_out_of_op_time_order"] = len(item.unordered_keys)
+            context.log.warning(
+                f"{item.source}: its late records kept {len(item.unordered_keys)} key(s) from op-time order "
+                "across sources (docs/semantics.md 0.3), e.g. "
+                + ", ".join(repr(k) for k in sorted(item.unordered_keys, key=repr)[:5])
+            )
         if not item.results:
             context.log.info(f"{item.source}: nothing new after {item.from_offset}")
             continue
