@@ -17,7 +17,7 @@ from deltalake import DeltaTable
 from test_deletion_vectors import COLUMNS, DDL, LAST_ROW, apply_to_oracle, log_actions
 
 from wide_assets import WideTable
-from wide_assets.errors import InvalidOptionError
+from wide_assets.errors import InvalidOptionError, TableStateError
 from wide_assets.session import activate
 from wide_assets.table import protocol
 
@@ -152,6 +152,42 @@ def test_the_feed_needs_a_changelog_and_is_spelled_as_delta_spells_it(spark: Any
         )
 
 
+@pytest.mark.parametrize("layout", [{}, {"bucket": "2"}], ids=["deletion-vectors", "buckets"])
+def test_a_commit_that_changes_no_row_feeds_nothing(
+    spark: Any, tmp_path: Path, layout: dict[str, str]
+) -> None:
+    """`rebuild()` rewrites every file and applies no commit: its one change file is empty, so Delta's
+    readers do not read its removes and adds as deletes and inserts."""
+    table = WideTable.create(spark, tmp_path / "t", COLUMNS, ["k", "part"], {**FEED, **layout})
+    table.write(activate(spark).createDataFrame(FIRST, DDL))
+    table.rebuild()
+    version = DeltaTable(str(tmp_path / "t")).version()
+    actions = log_actions(str(tmp_path / "t"), version)
+    assert any("remove" in a for a in actions) and any("add" in a for a in actions)
+    assert len(cdc_files(tmp_path / "t", version)) == 1
+    assert delta_rs_feed(tmp_path / "t", start=version)[0] == Counter()
+
+
+def test_a_feed_turned_on_for_a_table_without_changelog_stops_its_commits_by_name(
+    spark: Any, tmp_path: Path
+) -> None:
+    table = WideTable.create(spark, tmp_path / "t", COLUMNS, ["k", "part"], LAST_ROW)
+    table.write(activate(spark).createDataFrame(FIRST, DDL))
+    DeltaTable(str(tmp_path / "t")).alter.set_table_properties({"delta.enableChangeDataFeed": "true"})
+    version = DeltaTable(str(tmp_path / "t")).version()
+    result = table.write(activate(spark).createDataFrame(SECOND, DDL))
+    assert result.applied_later and "UNSET TBLPROPERTIES ('delta.enableChangeDataFeed')" in result.note
+    assert DeltaTable(str(tmp_path / "t")).version() == version, "no table commit without its changes"
+    with pytest.raises(TableStateError, match=r"changelog-producer.*'none'"):
+        table.write(activate(spark).createDataFrame(THIRD, DDL))
+    DeltaTable(str(tmp_path / "t")).alter.set_table_properties({"delta.enableChangeDataFeed": "false"})
+    table.write(activate(spark).createDataFrame(THIRD, DDL))
+    oracle: Oracle = {}
+    for batch in (FIRST, SECOND, THIRD):
+        apply_to_oracle(oracle, batch)
+    assert {(r.k, r.part): r.v for r in table.read().collect()} == oracle
+
+
 @pytest.mark.jvm
 def test_delta_spark_change_feed_is_our_changelog(
     spark: Any, jvm_spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -187,6 +223,8 @@ def test_a_feed_turned_on_by_delta_spark_counts_from_then_on(
         f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')"
     )
     result = table.write(activate(spark).createDataFrame(SECOND, DDL))
+    table.rebuild()  # a table commit that changes no row: an empty change file, nothing in the feed
+    assert DeltaTable(str(path)).version() == result.version + 1
     expected = changelog_feed(table, {2: result.version}, start_commit=2)
     assert delta_spark_feed(jvm_spark, path, start=result.version)[0] == expected
     assert delta_rs_feed(path, start=result.version)[0] == expected

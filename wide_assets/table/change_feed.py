@@ -117,7 +117,8 @@ def _empty_change_file(storage: Storage, files: TableFiles, partition_by: Sequen
     pq.write_table(schema.empty_table(), buffer)
     path = f"{FOLDER}/{uuid.uuid4().hex}/empty.parquet"
     files.put(path, buffer.getvalue())
-    return DataFile(path, len(buffer.getvalue()), 0, dict.fromkeys(partition_by), None)
+    # Its partition: bucket 0 (the only partition column is the bucket number, never NULL); no row is in it.
+    return DataFile(path, len(buffer.getvalue()), 0, dict.fromkeys(partition_by, "0"), None)
 
 
 def _cdc_action(file: DataFile) -> dict[str, Any]:
