@@ -33,6 +33,8 @@ LAYOUT_OPTIONS = frozenset(
 )
 # This project's own options (docs/semantics.md section 7), read in either dialect.
 OWN_OPTIONS = frozenset({"wide-assets.tombstone-retention"})
+# Delta table properties a table's options may set when it is created (`wide_assets.table.change_feed`).
+DELTA_PROPERTIES = frozenset({"delta.enableChangeDataFeed"})
 # The options each dialect's parser reads (`wide_assets.options.paimon`, `wide_assets.options.fluss`).
 INTERPRETED_OPTIONS: dict[Dialect, frozenset[str]] = {
     "paimon": frozenset(
@@ -335,6 +337,8 @@ def check_option_names(schema: Schema, options: Mapping[str, str], dialect: Dial
     for key in options:
         if key in INTERPRETED_OPTIONS[dialect] or key in LAYOUT_OPTIONS or key in OWN_OPTIONS:
             continue
+        if key in DELTA_PROPERTIES:
+            continue
         if key in UNSUPPORTED_OPTIONS:
             raise InvalidOptionError(f"Option '{key}' is not supported here: {UNSUPPORTED_OPTIONS[key]}.")
         match = FIELD_OPTION.match(key)
@@ -353,7 +357,9 @@ def check_option_names(schema: Schema, options: Mapping[str, str], dialect: Dial
         if key in NO_EFFECT_OPTIONS or key.startswith(NO_EFFECT_PREFIXES):
             no_effect.append(key)
             continue
-        known = sorted(INTERPRETED_OPTIONS[dialect] | LAYOUT_OPTIONS | OWN_OPTIONS | NO_EFFECT_OPTIONS)
+        known = sorted(
+            INTERPRETED_OPTIONS[dialect] | LAYOUT_OPTIONS | OWN_OPTIONS | DELTA_PROPERTIES | NO_EFFECT_OPTIONS
+        )
         raise InvalidOptionError(
             f"Unknown option '{key}' for a {dialect.title()} table{did_you_mean(key, known)}."
         )

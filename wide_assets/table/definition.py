@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from wide_assets.errors import InvalidOptionError, TableStateError
 from wide_assets.frames import arrow_schema
 from wide_assets.schema import Column
-from wide_assets.table import arbiter
+from wide_assets.table import arbiter, change_feed
 from wide_assets.table.log import CHANGELOG_SUFFIX
 from wide_assets.table_definition import BUCKET_COLUMN, TableDefinition
 
@@ -50,6 +50,7 @@ def create(storage: Storage) -> None:
     # Every column is stored nullable: delta-rs's MERGE writes files whose columns are all nullable,
     # and Sail 0.7.2 refuses to read those into a NOT NULL table column. A write's validation
     # enforces the key and the NOT NULL columns instead.
+    change_feed_requested = change_feed.check_requested(storage.definition, storage.path)
     declared = arrow_schema(storage.spark, storage.definition.columns)
     schema = pa.schema([field.with_nullable(True) for field in declared])
     if not arbiter.exists(storage.changelog_path):
@@ -67,15 +68,17 @@ def create(storage: Storage) -> None:
             partition_by = [BUCKET_COLUMN]
         # delta-rs adds the `variantType` feature to any table of writer version 7 it alters;
         # readers of deletion vectors (Spark 4, Sail, delta-rs) read that too.
-        configuration = (
-            {"delta.enableDeletionVectors": "true"} if storage.definition.deletion_vectors else None
-        )
+        configuration = {}
+        if storage.definition.deletion_vectors:
+            configuration["delta.enableDeletionVectors"] = "true"
+        if change_feed_requested:
+            configuration[change_feed.PROPERTY] = "true"
         DeltaTable.create(
             storage.path,
             schema=schema,
             name=Path(storage.path).name,
             partition_by=partition_by,
-            configuration=configuration,
+            configuration=configuration or None,
             storage_options=arbiter.storage_options(storage.path),
         )
     elif arbiter.open_table(storage.path).version() != 0:

@@ -21,7 +21,7 @@ from pyspark.sql import DataFrame
 
 from wide_assets import faults
 from wide_assets.sql import quote
-from wide_assets.table import delta_log
+from wide_assets.table import change_feed, delta_log
 from wide_assets.table.deletion_vectors import VectorFile, read_vector
 from wide_assets.table.files import DataFile, write_files
 from wide_assets.table.foreign import refuse_foreign_changes
@@ -76,6 +76,7 @@ def apply_images(storage: Storage, images: DataFrame, table: Any, through: int) 
             keys = frame.select(*[quote(c) for c in spec.primary_key])
             actions += rewrite_without(storage, files, replaced, keys, now)
     actions += [w.add_action() for w in written]
+    actions += change_feed.cdc_actions(storage, files, table, through, partition_columns(spec))
     delta_log.commit(files, version + 1, actions, "MERGE")
     delta_log.checkpoint_if_due(storage.path, version + 1)
     return touched.num_rows if touched is not None else sum(w.num_records or 0 for w in written)
@@ -93,6 +94,7 @@ def replace_all(storage: Storage, rows: DataFrame, table: Any, through: int) -> 
         delta_log.txn_action(through),
         *(f.remove_action(now) for f in live),
         *(w.add_action() for w in written),
+        *change_feed.cdc_actions(storage, files, table, through, partition_columns(storage.definition)),
     ]
     delta_log.commit(files, version + 1, actions, "WRITE")
     delta_log.checkpoint_if_due(storage.path, version + 1)
