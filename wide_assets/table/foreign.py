@@ -1,7 +1,8 @@
 """Commits other Delta writers made to a wide table since its last own commit, and which of them the
 table cannot accept: those that change its rows (an INSERT, UPDATE, DELETE or MERGE by another job) or
 its schema behind the commit log. Rearranging files (OPTIMIZE, Z-ORDER: `dataChange: false`), table
-properties, protocol upgrades and VACUUM change no row and are accepted.
+properties, protocol upgrades and VACUUM change no row and are accepted. (A table whose property
+holding the definition was removed is refused when it is opened: `definition.stored_definition`.)
 
 A table commit of ours carries the `txn` action of APP_ID, so the commits to examine are those after
 the newest one that carries it; normally that is the latest, and one small JSON file is read.
@@ -14,7 +15,6 @@ from typing import Any
 
 from wide_assets.errors import TableStateError
 from wide_assets.table.arbiter import APP_ID
-from wide_assets.table.definition import SPEC_PROPERTY
 from wide_assets.table.delta_log import commit_actions
 from wide_assets.table.objects import TableFiles
 from wide_assets.table_definition import BUCKET_COLUMN, TableDefinition
@@ -28,9 +28,9 @@ WAY_OUT = (
 )
 
 
-def foreign_changes(files: TableFiles, version: int) -> list[str]:
+def foreign_changes(files: TableFiles, version: int, definition: TableDefinition) -> list[str]:
     """What each commit up to `version`, after the table's newest own commit, changes that the table
-    cannot accept, newest first (empty when there is nothing)."""
+    (of `definition`) cannot accept, newest first (empty when there is nothing)."""
     from obstore.exceptions import NotFoundError
 
     problems: list[str] = []
@@ -49,7 +49,7 @@ def foreign_changes(files: TableFiles, version: int) -> list[str]:
         metadata = next((a["metaData"] for a in actions if "metaData" in a), None)
         if metadata is not None and newest_metadata:
             newest_metadata = False
-            problem = problem or _schema_problem(metadata)
+            problem = problem or _schema_problem(metadata, definition)
         if problem:
             info: dict[str, Any] = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
             who = f"{info.get('operation', 'a commit')} by {info.get('engineInfo', 'an unknown writer')}"
@@ -57,9 +57,9 @@ def foreign_changes(files: TableFiles, version: int) -> list[str]:
     return problems
 
 
-def refuse_foreign_changes(files: TableFiles, version: int) -> None:
+def refuse_foreign_changes(files: TableFiles, version: int, definition: TableDefinition) -> None:
     """Raise TableStateError naming each commit up to `version` the table cannot accept."""
-    problems = foreign_changes(files, version)
+    problems = foreign_changes(files, version, definition)
     if problems:
         raise TableStateError(
             f"Another writer changed the wide table {files.root} behind its commit log: "
@@ -79,11 +79,7 @@ def _rows_changed(actions: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def _schema_problem(metadata: dict[str, Any]) -> str | None:
-    stored = metadata.get("configuration", {}).get(SPEC_PROPERTY)
-    if stored is None:
-        return f"removes the table property '{SPEC_PROPERTY}' that holds its definition"
-    definition = TableDefinition.from_json(stored)
+def _schema_problem(metadata: dict[str, Any], definition: TableDefinition) -> str | None:
     expected = [*definition.column_names, *([BUCKET_COLUMN] if definition.bucketing is not None else [])]
     columns = [field["name"] for field in json.loads(metadata["schemaString"])["fields"]]
     if columns != expected:

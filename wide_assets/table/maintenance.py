@@ -122,7 +122,7 @@ def verify(storage: Storage) -> None:
                 "_delta_log entry from a backup."
             ) from error
         if path == storage.path:
-            refuse_foreign_changes(files, arbiter.open_table(path).version())
+            refuse_foreign_changes(files, arbiter.open_table(path).version(), storage.definition)
         for file in live:
             problem = None
             if not files.exists(file.path):

@@ -165,7 +165,7 @@ def attempt(
     markers = log.markers
     table, recovered = catch_up(storage, markers)
     # Before the commit point: a table another writer changed behind the log is refused, not written.
-    refuse_foreign_changes(TableFiles(storage.path), table.version())
+    refuse_foreign_changes(TableFiles(storage.path), table.version(), storage.definition)
     if txn is not None:
         done = committed_by(markers.commits, txn)
         if done is not None:

@@ -58,7 +58,7 @@ def apply_images(storage: Storage, images: DataFrame, table: Any, through: int) 
     spec = storage.definition
     files = TableFiles(storage.path)
     version = int(table.version())
-    refuse_foreign_changes(files, version)
+    refuse_foreign_changes(files, version, spec)
     frame = storage.with_bucket(images.select("_row_kind", *[quote(c) for c in spec.column_names]))
     live = delta_log.live_files(files, version)
     # Only the keys come to the driver, to find the rows the images replace.
