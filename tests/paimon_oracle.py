@@ -14,7 +14,7 @@ import os
 import subprocess
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -35,7 +35,6 @@ class Workload:
     primary_key: tuple[str, ...]
     options: dict[str, str]
     commits: tuple[tuple[tuple[str, tuple[Any, ...]], ...], ...]
-    notes: tuple[str, ...] = field(default=())
 
     def describe(self) -> str:
         lines = [f"columns={list(self.columns)} pk={list(self.primary_key)}", f"options={self.options}"]

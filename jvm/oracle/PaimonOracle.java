@@ -1,3 +1,9 @@
+// Apache Paimon as the differential oracle of tests/test_paimon_differential.py, driven through its Java
+// API (paimon-bundle, Hadoop and Jackson from pyspark's jars). Usage: java PaimonOracle <warehouse>;
+// stdin: one workload per line, {"columns": [[name, TYPE]], "primary_key": [...], "options": {...},
+// "commits": [[[rowkind, [values]]]]}; stdout: one line each, {"rows": [[rowkind, values...]]} or
+// {"error": "..."}. Values: integers and dates (days) as numbers, timestamps as epoch microseconds,
+// doubles and decimals as text. tests/paimon_oracle.py compiles and runs it.
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
