@@ -10,10 +10,13 @@ Paimon's batching-dependent quirks (`docs/semantics.md` §1.9) are excluded by c
   hold a row, stored or inserted earlier in the same commit.
 - Q3 (`first_value` remembers within one merge): the oracle's per-commit compaction merges the stored
   row first, as §0.1 does.
-- Q4 (`sequence.field.sort-order=descending` holds across commits only): such a table gets at most one
-  record per key in a commit.
-- Q5 (a new key's first record taken as is under sequence groups): on such a table a key without a row
-  starts with a `+I` whose every group sequence is set.
+- Q4 (`sequence.field.sort-order=descending` holds across commits only), and Q6 where a commit's fold
+  meets the stored row in `sequence.field` order: a table with a descending order, and a partial-update
+  or aggregation table with a `sequence.field`, gets at most one record per key in a commit.
+- Q5 (a partial-update merge starts from its first record, whatever its kind): under sequence groups a
+  key without a row starts with a `+I` whose every group sequence is set; without groups a retraction
+  follows another record of its key in its commit, and a table with a `sequence.field` (where a
+  retraction could sort before the stored row) gets no retraction that is merged.
 - Q6 (a commit's records of a key are folded together before they meet the stored row): where a
   retraction reaches a function or a group (sequence groups, aggregation, unless `ignore-delete`), a
   retraction is the only record of its key in its commit; a function inside a sequence group is one
@@ -68,6 +71,7 @@ class _Table:
         self.aggregating = False  # retractions only of live keys (Q2)
         self.one_per_commit = False  # one record per key in a commit (Q4)
         self.groups: list[str] = []  # sequence fields a new key's first record sets (Q5)
+        self.retraction_follows = False  # a retraction follows a record of its key in its commit (Q5)
         getattr(self, "_" + self.engine.replace("-", "_"))()
         # A retraction alone in its commit for its key (Q6).
         self.lone_retractions = (
@@ -109,8 +113,15 @@ class _Table:
         self.options["merge-engine"] = "partial-update"
         self._values(self.rng.randint(2, 4))
         self._sequence_field(0.4)
-        mode = self.rng.choice(["ignore-delete", "remove-record-on-delete", "refuse", "none"])
+        self.one_per_commit = "sequence.field" in self.options
+        modes = (
+            ["ignore-delete", "none"]
+            if self.one_per_commit
+            else ["ignore-delete", "remove-record-on-delete", "refuse", "none"]
+        )
+        mode = self.rng.choice(modes)
         self.retractions = mode != "none"
+        self.retraction_follows = True
         if mode == "ignore-delete":
             self.options["ignore-delete"] = "true"
         elif mode == "remove-record-on-delete":
@@ -152,6 +163,7 @@ class _Table:
             if function in ("max", "min") and self.rng.random() < 0.8:
                 self.options[f"fields.{name}.ignore-retract"] = "true"
         self._sequence_field(0.3)
+        self.one_per_commit = "sequence.field" in self.options
         choice = self.rng.random()
         if choice < 0.2:
             self.options["ignore-delete"] = "true"
@@ -183,7 +195,8 @@ def workload(rng: random.Random, keys: int = 5, max_commits: int = 4, max_record
             first = bool(table.groups) and key not in live
             kinds = ["+I", "+I", "+U"]
             lone = table.lone_retractions and key in touched
-            if table.retractions and (not table.aggregating or key in live) and not first and not lone:
+            leads = table.retraction_follows and key not in touched
+            if table.retractions and (not table.aggregating or key in live) and not (first or lone or leads):
                 kinds += ["-U", "-D"]
             kind = "+I" if first else rng.choice(kinds)
             touched.add(key)

@@ -134,6 +134,26 @@ MINIMIZED = {
         ((4, 3, Decimal("-0.75")),),
         ((4, 3, Decimal("0.00")),),
     ),
+    "Q5 a commit's leading -U seeds the row (remove-record-on-delete)": (
+        Workload(
+            (("k", "int"), ("v", "int"), ("w", "int")),
+            ("k",),
+            {"merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true"},
+            ((("+I", (1, 5, 5)),), (("-U", (1, 1, 1)), ("+U", (1, None, 7)))),
+        ),
+        ((1, 1, 7),),
+        ((1, 5, 7),),
+    ),
+    "Q6 a commit's fold meets the stored row in sequence.field order": (
+        Workload(
+            _INT3,
+            ("k",),
+            {"merge-engine": "partial-update", "sequence.field": "s"},
+            ((("+I", (1, 1, 1)),), (("+I", (1, 3, 0)), ("+I", (1, None, 1)))),
+        ),
+        ((1, 3, 1),),
+        ((1, 1, 1),),
+    ),
     "Q6 a retraction folded with its commit's other records": (
         Workload(
             _GROUP,
