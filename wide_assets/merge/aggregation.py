@@ -28,8 +28,10 @@ class Aggregation(MergeEngine):
             if not ctx.written(column):
                 continue
             if ctx.function(column) is None:
-                # Sequence fields take the last value in merge order, i.e. the largest sequence.
+                # Sequence fields fold with `last_value` (A1): the last value in merge order, i.e. the
+                # largest sequence, and NULL after a retraction (Paimon's FieldLastValueAgg.retract).
                 added[ctx.aliases[column]] = ctx.ref("r", column)
+                retracted[ctx.aliases[column]] = ctx.null(column)
                 continue
             added.update(aggregate_step(ctx, column))
             retracted.update(retract_step(ctx, column))

@@ -1,0 +1,222 @@
+"""A seeded generator of random Paimon table definitions and CDC workloads for the differential run
+against Paimon itself (`tests/test_paimon_differential.py`).
+
+Paimon's batching-dependent quirks (`docs/semantics.md` §1.9) are excluded by construction:
+- Q1 (a removing `-D` restarts the merge from its own values): on a table with a removing option
+  (`partial-update.remove-record-on-delete`, `partial-update.remove-record-on-sequence-group`,
+  `aggregation.remove-record-on-delete`) a `-D` is the last record of its key in its commit; the oracle
+  fully compacts after every commit, so the next commit starts from the stored state; and such a table
+  has no `sequence.field`, which could sort the `-D` before the stored row.
+- Q2 (aggregation retractions of a key with no row): an aggregation table retracts only keys that
+  hold a row, stored or inserted earlier in the same commit.
+- Q3 (`first_value` remembers within one merge): the oracle's per-commit compaction merges the stored
+  row first, as §0.1 does.
+- Q4 (`sequence.field.sort-order=descending` holds across commits only), and Q6 where a commit's fold
+  meets the stored row in `sequence.field` order: a table with a descending order, and a partial-update
+  or aggregation table with a `sequence.field`, gets at most one record per key in a commit.
+- Q5 (a partial-update merge starts from its first record, whatever its kind): under sequence groups a
+  key without a row starts with a `+I` whose every group sequence is set; without groups a retraction
+  follows another record of its key in its commit, and a table with a `sequence.field` (where a
+  retraction could sort before the stored row) gets no retraction that is merged.
+- Q6 (a commit's records of a key are folded together before they meet the stored row): where a
+  retraction reaches a function or a group (sequence groups, aggregation, unless `ignore-delete`), a
+  retraction is the only record of its key in its commit; a function inside a sequence group is one
+  the fold cannot change (`sum`, `max`, `min`), never `last_non_null_value` and the like.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from paimon_oracle import Workload
+
+# Spark type -> the pool its values are drawn from (small, so ties and repeats happen).
+_TYPES = ("int", "bigint", "decimal(10,2)", "decimal(38,10)", "double", "string", "date", "timestamp_ntz")
+_SEQUENCE_TYPES = ("int", "bigint", "decimal(10,2)", "double", "date", "timestamp_ntz")
+_NUMERIC = ("int", "bigint", "decimal(10,2)", "decimal(38,10)", "double")
+_ENGINES = ("deduplicate", "partial-update", "partial-update-groups", "aggregation", "first-row")
+
+
+def _value(rng: random.Random, spark_type: str, null_rate: float = 0.2, top: int = 6) -> Any:
+    if rng.random() < null_rate:
+        return None
+    n = rng.randint(-3, top)
+    if spark_type in ("int", "bigint"):
+        return n
+    if spark_type == "decimal(10,2)":
+        return Decimal(n) / 4
+    if spark_type == "decimal(38,10)":
+        return Decimal(n) / 8
+    if spark_type == "double":
+        return n / 2
+    if spark_type == "string":
+        return rng.choice(["", "a", "b", "ab", "Zz", "é"])
+    if spark_type == "date":
+        return date(2024, 1, 1) + timedelta(days=n)
+    return datetime(2024, 1, 1) + timedelta(seconds=n, microseconds=rng.choice([0, 1]))
+
+
+class _Table:
+    """A random definition: columns, options, and what records its workload may hold."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.engine = rng.choice(_ENGINES)
+        self.columns: list[tuple[str, str]] = [("k", "int")]
+        self.options: dict[str, str] = {}
+        self.retractions = True  # whether -U / -D records are written
+        self.removing = False  # a -D may remove the row (Q1)
+        self.aggregating = False  # retractions only of live keys (Q2)
+        self.one_per_commit = False  # one record per key in a commit (Q4)
+        self.groups: list[str] = []  # sequence fields a new key's first record sets (Q5)
+        self.retraction_follows = False  # a retraction follows a record of its key in its commit (Q5)
+        getattr(self, "_" + self.engine.replace("-", "_"))()
+        # A retraction alone in its commit for its key (Q6).
+        self.lone_retractions = (
+            bool(self.groups) or self.aggregating
+        ) and "ignore-delete" not in self.options
+
+    def _add(self, prefix: str, types: tuple[str, ...] = _TYPES) -> str:
+        name = f"{prefix}{len(self.columns)}"
+        self.columns.append((name, self.rng.choice(types)))
+        return name
+
+    def _values(self, count: int) -> None:
+        for _ in range(count):
+            self._add("v")
+
+    def _sequence_field(self, chance: float) -> None:
+        if self.rng.random() < chance:
+            self.options["sequence.field"] = self._add("s", _SEQUENCE_TYPES)
+            if self.rng.random() < 0.3:
+                self.options["sequence.field.sort-order"] = "descending"
+                self.one_per_commit = True
+
+    def _deduplicate(self) -> None:
+        self.options["merge-engine"] = "deduplicate"
+        self._values(self.rng.randint(1, 3))
+        self._sequence_field(0.5)
+        if self.rng.random() < 0.3:
+            self.options["ignore-delete"] = "true"
+
+    def _first_row(self) -> None:
+        self.options["merge-engine"] = "first-row"
+        self._values(self.rng.randint(1, 3))
+        # Retractions are refused unless dropped (F2): a refusal is one kind of outcome among many.
+        self.retractions = self.rng.random() < 0.6
+        if self.retractions and self.rng.random() < 0.8:
+            self.options["ignore-delete"] = "true"
+
+    def _partial_update(self) -> None:
+        self.options["merge-engine"] = "partial-update"
+        self._values(self.rng.randint(2, 4))
+        self._sequence_field(0.4)
+        self.one_per_commit = "sequence.field" in self.options
+        modes = (
+            ["ignore-delete", "none"]
+            if self.one_per_commit
+            else ["ignore-delete", "remove-record-on-delete", "refuse", "none"]
+        )
+        mode = self.rng.choice(modes)
+        self.retractions = mode != "none"
+        self.retraction_follows = True
+        if mode == "ignore-delete":
+            self.options["ignore-delete"] = "true"
+        elif mode == "remove-record-on-delete":
+            self.options["partial-update.remove-record-on-delete"] = "true"
+            self.removing = True
+
+    def _partial_update_groups(self) -> None:
+        self.options["merge-engine"] = "partial-update"
+        groups = self.groups
+        for _ in range(self.rng.randint(1, 2)):
+            sequence = self._add("g", _SEQUENCE_TYPES)
+            protected = [self._add("p") for _ in range(self.rng.randint(1, 2))]
+            self.options[f"fields.{sequence}.sequence-group"] = ",".join(protected)
+            groups.append(sequence)
+            numeric = [p for p in protected if dict(self.columns)[p] in _NUMERIC]
+            if numeric and self.rng.random() < 0.6:
+                function = self.rng.choice(["sum", "max", "min"])  # not order-sensitive (Q6)
+                self.options[f"fields.{numeric[0]}.aggregate-function"] = function
+                if function in ("max", "min") and self.rng.random() < 0.8:
+                    self.options[f"fields.{numeric[0]}.ignore-retract"] = "true"
+        self._values(self.rng.randint(0, 2))
+        choice = self.rng.random()
+        if choice < 0.2:
+            self.options["ignore-delete"] = "true"
+        elif choice < 0.45:
+            self.options["partial-update.remove-record-on-sequence-group"] = self.rng.choice(groups)
+            self.removing = True
+
+    def _aggregation(self) -> None:
+        self.options["merge-engine"] = "aggregation"
+        self.aggregating = True
+        for _ in range(self.rng.randint(1, 4)):
+            name = self._add("a")
+            numeric = dict(self.columns)[name] in _NUMERIC
+            functions = ["max", "min", "last_non_null_value", "last_value"] + (["sum"] * 3 if numeric else [])
+            function = self.rng.choice(functions)
+            if function != "last_non_null_value" or self.rng.random() < 0.5:
+                self.options[f"fields.{name}.aggregate-function"] = function
+            if function in ("max", "min") and self.rng.random() < 0.8:
+                self.options[f"fields.{name}.ignore-retract"] = "true"
+        self._sequence_field(0.3)
+        self.one_per_commit = "sequence.field" in self.options
+        choice = self.rng.random()
+        if choice < 0.2:
+            self.options["ignore-delete"] = "true"
+        elif choice < 0.45 and not self.one_per_commit:
+            self.options["aggregation.remove-record-on-delete"] = "true"
+            self.removing = True
+
+    def record(self, key: int, kind: str, first: bool = False) -> tuple[str, tuple[Any, ...]]:
+        # Sequences from a narrower range, so that ties are common.
+        values = (
+            _value(
+                self.rng, t, 0.0 if first and name in self.groups else 0.2, 0 if name in self.groups else 6
+            )
+            for name, t in self.columns[1:]
+        )
+        return kind, (key, *values)
+
+
+def workload(rng: random.Random, keys: int = 5, max_commits: int = 4, max_records: int = 10) -> Workload:
+    """One random table and its commits: inserts, updates with before-images, deletes, duplicate keys
+    inside a commit, out-of-order sequences and NULLs."""
+    table = _Table(rng)
+    live: set[int] = set()  # keys holding a row as far as the generator can tell (for Q2)
+    commits = []
+    for _ in range(rng.randint(1, max_commits)):
+        records: list[tuple[str, tuple[Any, ...]]] = []
+        closed: set[int] = set()  # keys whose records in this commit are complete (Q1, Q4, Q6)
+        touched: set[int] = set()
+        for _ in range(rng.randint(1, max_records)):
+            key = rng.choice([k for k in range(keys) if k not in closed] or [None])
+            if key is None:
+                break
+            first = bool(table.groups) and key not in live
+            kinds = ["+I", "+I", "+U"]
+            lone = table.lone_retractions and key in touched
+            leads = table.retraction_follows and key not in touched
+            if table.retractions and (not table.aggregating or key in live) and not (first or lone or leads):
+                kinds += ["-U", "-D"]
+            kind = "+I" if first else rng.choice(kinds)
+            touched.add(key)
+            if kind in ("-U", "-D") and table.lone_retractions:
+                closed.add(key)
+            elif kind == "-U" and rng.random() < 0.7 and not table.one_per_commit:
+                records.append(table.record(key, "-U"))
+                kind = "+U"
+            records.append(table.record(key, kind, first))
+            if table.one_per_commit:
+                closed.add(key)
+            if kind == "-D" and table.removing:
+                closed.add(key)
+                live.discard(key)
+            elif kind in ("+I", "+U"):
+                live.add(key)
+        commits.append(tuple(records))
+    return Workload(tuple(table.columns), ("k",), dict(table.options), tuple(commits))
