@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ def launch_product_360(tmp_path: Path, engine: dict[str, str]) -> Path:
     home.mkdir()
     env = {**os.environ, **engine, "WIDE_ASSETS_LAKE": str(lake), "DAGSTER_HOME": str(home)}
     done = subprocess.run(
-        ["dg", "launch", "--job", "product_360_job"],
+        [str(Path(sys.executable).parent / "dg"), "launch", "--job", "product_360_job"],
         cwd=ROOT,
         env=env,
         capture_output=True,
