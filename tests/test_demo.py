@@ -358,6 +358,19 @@ def test_definitions_load_without_starting_spark() -> None:
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=120)
 
 
+def test_the_demos_expected_warnings_are_checks_of_the_code_location() -> None:
+    # A fresh interpreter, as above; a misspelled key would never be printed beside its failure.
+    code = textwrap.dedent(
+        """
+        import definitions
+        from demos.__main__ import EXPECTED_WARNINGS
+        checks = set(definitions.defs.get_repository_def().asset_checks_defs_by_key)
+        assert set(EXPECTED_WARNINGS) <= checks, set(EXPECTED_WARNINGS) - checks
+        """
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=120)
+
+
 @pytest.mark.slow
 def test_demo_prints_the_table_and_exits_non_zero_on_a_failed_check(spark: Any, tmp_path: Path) -> None:
     home = tmp_path / "dagster_home"

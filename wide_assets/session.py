@@ -229,8 +229,12 @@ def _create(settings: EngineSettings) -> SparkSession:
 def _sail_url() -> str:
     global _sail_server
     if _sail_server is None or not _sail_server.running:
-        # Sail logs every session open/close at INFO on stderr; keep it quiet unless asked.
-        os.environ.setdefault("RUST_LOG", "warn")
+        # Sail logs every session open/close at INFO on stderr; keep it quiet unless asked. An actor
+        # that stops with tasks pending warns "aborting N task(s) for SessionManagerActor"
+        # (sail_common::actor, ActorRunner::run): at every exit, since each request to the server
+        # schedules an idle-session probe (ProbeIdleSession) a session timeout later, never due here.
+        # Dropping them loses nothing, so that module speaks only when a task failed (ERROR).
+        os.environ.setdefault("RUST_LOG", "warn,sail_common::actor=error")
         # Sail drops a session idle for 15 minutes by default; the embedded server lives and dies with
         # this process, whose cached session must survive a long pause (a test file on the JVM engine,
         # a quiet hour in a notebook) instead of failing with "session ... is not running".

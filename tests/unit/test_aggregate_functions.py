@@ -13,12 +13,12 @@ import pytest
 
 from wide_assets.aggregate_functions import (
     FLUSS_FUNCTIONS,
-    JAVA_WHITESPACE,
     PAIMON_FUNCTIONS,
     Operands,
-    overflow,
     retraction_unsupported,
 )
+from wide_assets.aggregate_functions.arithmetic import overflow
+from wide_assets.aggregate_functions.text import JAVA_WHITESPACE
 from wide_assets.errors import InvalidOptionError
 from wide_assets.schema import Column, FieldFunction
 from wide_assets.sql import fail

@@ -2,7 +2,7 @@
 
 Paimon's MergeFunction model: every record of a key (the stored row first, as the earliest arrival)
 is folded into a state, in merge order. Each engine module defines one `MergeEngine`; functions on
-single columns live in `wide_assets/aggregate_functions.py`.
+single columns live in `wide_assets/aggregate_functions/`.
 """
 
 from __future__ import annotations

@@ -1,0 +1,140 @@
+"""sum and product: Paimon's with overflow checks and exact DECIMAL arithmetic (FieldSumAgg,
+FieldProductAgg), Fluss's wrapping on integer overflow."""
+
+from __future__ import annotations
+
+from wide_assets.aggregate_functions.base import (
+    FLUSS_NUMERIC_ROOTS,
+    INTEGRAL,
+    INTEGRAL_BITS,
+    JAVA_INTEGRAL,
+    NUMERIC,
+    Aggregator,
+    Operands,
+    ignoring_nulls,
+)
+from wide_assets.decimals import (
+    EXACT_PRODUCT_DIGITS,
+    DecimalType,
+    decimal_add,
+    decimal_multiply,
+    decimal_subtract,
+)
+from wide_assets.sql import Value, fail
+
+ARITHMETIC = {"add": "+", "subtract": "-", "multiply": "*"}
+
+
+def overflow(x: Operands, operation: str, left: str | None, right: str) -> str:
+    """The error an overflowing integral `left <operation> right` raises: Paimon's message
+    (FieldSumAgg/FieldProductAgg: Java's `Math.*Exact` and their byte/short variants), with the
+    operands' values, e.g. `int overflow: 2147483647 + 1` or `byte overflow: 127 + 1 = 128`;
+    `left` None is a negation (`int overflow: --2147483648`)."""
+    symbol = ARITHMETIC[operation]
+    java = JAVA_INTEGRAL[x.column.base_type]
+    if left is None:
+        parts: list[str | Value] = [f"{java} overflow: -", Value(right)]
+        exact = f"-CAST({right} AS INT)"
+    else:
+        parts = [f"{java} overflow: ", Value(left), f" {symbol} ", Value(right)]
+        exact = f"CAST({left} AS INT) {symbol} CAST({right} AS INT)"
+    if java in ("byte", "short"):  # the result, computed as an int, is printed too
+        parts += [" = ", Value(exact)]
+    return fail(*parts)
+
+
+def decimal_arithmetic(x: Operands, operation: str, left: str, right: str, decimal: DecimalType) -> str:
+    """`left <operation> right` as Paimon's and Fluss's decimal arithmetic has it: exact, rounded
+    HALF_UP to the column's scale, NULL on overflow (docs/semantics.md, DECIMAL arithmetic)."""
+    if operation == "add":
+        return decimal_add(left, right, decimal)
+    if operation == "subtract":
+        return decimal_subtract(left, right, decimal)
+    too_wide = fail(
+        f"DECIMAL product in column {x.column.name} ({x.column.type}) of ",
+        Value(left),
+        " and ",
+        Value(right),
+        f": Spark SQL multiplies DECIMAL operands of more than {EXACT_PRODUCT_DIGITS} digits only "
+        f"approximately, so the product is refused; declare the column with precision "
+        f"{EXACT_PRODUCT_DIGITS} or less to multiply these values",
+    )
+    return decimal_multiply(left, right, decimal, too_wide)
+
+
+def checked(x: Operands, operation: str, left: str | None, right: str) -> str:
+    """`left <operation> right` (`0 - right` for `left` None) in the column type; integral overflow
+    is an error, decimal overflow NULL (Paimon)."""
+    lhs = "0" if left is None else left
+    if x.column.base_type in ("float", "double"):
+        return f"CAST({lhs} {ARITHMETIC[operation]} {right} AS {x.column.type})"
+    decimal = DecimalType.parse(x.column.type)
+    if decimal is not None:
+        return decimal_arithmetic(x, operation, lhs, right, decimal)
+    message = overflow(x, operation, left, right)
+    if x.column.base_type in ("tinyint", "smallint"):
+        # Sail's try_* take no TINYINT/SMALLINT; in INT the result is exact and try_cast range-checks it.
+        lhs, right = f"CAST({lhs} AS INT)", f"CAST({right} AS INT)"
+    return f"coalesce(try_cast(try_{operation}({lhs}, {right}) AS {x.column.type}), {message})"
+
+
+def wrapped(x: Operands, operation: str) -> str:
+    """`acc <operation> in` with two's-complement wrap-around, as Java arithmetic in Fluss does;
+    decimals as in Paimon (Fluss's `DecimalUtils` is Paimon's)."""
+    decimal = DecimalType.parse(x.column.type)
+    if decimal is not None:
+        return decimal_arithmetic(x, operation, x.acc, x.inp, decimal)
+    bits = INTEGRAL_BITS.get(x.column.base_type)
+    if bits is None:
+        return f"CAST({x.acc} {ARITHMETIC[operation]} {x.inp} AS {x.column.type})"
+    half = 2 ** (bits - 1)
+    exact = f"CAST({x.acc} AS DECIMAL(38,0)) {ARITHMETIC[operation]} CAST({x.inp} AS DECIMAL(38,0))"
+    return f"CAST(pmod({exact} + {half}, {2 * half}) - {half} AS {x.column.type})"
+
+
+class Sum(Aggregator):
+    name = "sum"
+    types = NUMERIC
+    paimon_type_error = "Data type for sum column must be 'NumericType' but was '{type}'."
+    fluss_roots = FLUSS_NUMERIC_ROOTS
+    checks_accumulator = True
+
+    def agg(self, x: Operands) -> str:
+        return ignoring_nulls(x, checked(x, "add", x.acc, x.inp))
+
+    def retract(self, x: Operands) -> str:
+        return (
+            f"(CASE WHEN {x.inp} IS NULL THEN {x.acc} WHEN {x.acc} IS NULL THEN {checked(x, 'subtract', None, x.inp)} "
+            f"ELSE {checked(x, 'subtract', x.acc, x.inp)} END)"
+        )
+
+
+class WrappingSum(Sum):
+    """Fluss `sum`: integral overflow wraps around (no check)."""
+
+    checks_accumulator = False
+
+    def agg(self, x: Operands) -> str:
+        return ignoring_nulls(x, wrapped(x, "add"))
+
+
+class Product(Aggregator):
+    name = "product"
+    types = NUMERIC
+    paimon_type_error = "Data type for product column must be 'NumericType' but was '{type}'."
+    fluss_roots = FLUSS_NUMERIC_ROOTS
+    checks_accumulator = True
+
+    def agg(self, x: Operands) -> str:
+        return ignoring_nulls(x, checked(x, "multiply", x.acc, x.inp))
+
+    def retract(self, x: Operands) -> str:
+        quotient = f"{x.acc} div {x.inp}" if x.column.base_type in INTEGRAL else f"{x.acc} / {x.inp}"
+        return f"(CASE WHEN {x.acc} IS NULL OR {x.inp} IS NULL THEN {x.acc} ELSE CAST({quotient} AS {x.column.type}) END)"
+
+
+class WrappingProduct(Product):
+    checks_accumulator = False
+
+    def agg(self, x: Operands) -> str:
+        return ignoring_nulls(x, wrapped(x, "multiply"))
