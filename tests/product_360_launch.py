@@ -46,4 +46,4 @@ def assert_equals_the_oracle(spark: Any, lake: Path) -> None:
     """The launched job's wide table, read on `spark`, holds exactly the oracle's rows."""
     path = lake / lake_name(asset_key(PRODUCT_360, PRODUCT_360.name))
     table = WideTable.open(activate(spark), path)
-    assert table_rows(table) == oracle(ROOT / "data" / "landing")
+    assert table_rows(table) == oracle(ROOT / "data")
