@@ -34,7 +34,14 @@ from wide_assets.pipelines.ingest import (
     require_landed,
 )
 from wide_assets.pipelines.landing import LandingZone
-from wide_assets.pipelines.locate import LakeLocator, SparkProvider, asset_key, lake_name, table_path
+from wide_assets.pipelines.locate import (
+    LakeLocator,
+    SparkProvider,
+    asset_key,
+    history_key,
+    lake_name,
+    table_path,
+)
 from wide_assets.pipelines.maintenance import CompactionPolicy, is_write_only, maintenance_defs
 from wide_assets.pipelines.markdown import markdown_table
 from wide_assets.pipelines.specs import JSON_FORMATS, LakeTableSpec, SourceSpec, WideTableSpec
@@ -311,7 +318,6 @@ def wide_table_job(spec: WideTableSpec) -> "UnresolvedAssetJobDefinition":
     """The job that ingests every source, then applies them to the wide table (and its history) and
     checks it."""
     # Imported here: the history's asset module builds on this one.
-    from wide_assets.pipelines.history import history_key
 
     history = [history_key(spec)] if spec.history is not None else []
     return pipeline_job(

@@ -18,7 +18,7 @@ import dagster as dg
 from wide_assets.pipelines.apply import consumed_offsets, key_report
 from wide_assets.pipelines.ingest import quarantine_path
 from wide_assets.pipelines.landing import LandingZone
-from wide_assets.pipelines.locate import LakeLocator, SparkProvider, asset_key, table_path
+from wide_assets.pipelines.locate import LakeLocator, SparkProvider, asset_key, history_key, table_path
 from wide_assets.pipelines.specs import JSON_FORMATS, LakeTableSpec, SourceSpec
 from wide_assets.sql import columns, key_join, quote, string_literal
 
@@ -246,8 +246,6 @@ def _blocked_by_table_checks(spec: LakeTableSpec) -> list[str]:
     materialized in its run: the history of a table that declares one."""
     if getattr(spec, "history", None) is None:
         return []
-    from wide_assets.pipelines.history import history_key  # builds on this module
-
     return [history_key(spec).to_user_string()]  # type: ignore[arg-type]
 
 

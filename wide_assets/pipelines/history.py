@@ -19,7 +19,14 @@ import dagster as dg
 from wide_assets.pipelines.checks import applied_records, check_result, keyed_diff, not_judged
 from wide_assets.pipelines.column_schema import table_schema
 from wide_assets.pipelines.convergence import applied_in_commits
-from wide_assets.pipelines.locate import LakeLocator, SparkProvider, asset_key, lake_name, table_path
+from wide_assets.pipelines.locate import (
+    LakeLocator,
+    SparkProvider,
+    asset_key,
+    history_key,
+    lake_name,
+    table_path,
+)
 from wide_assets.pipelines.specs import HistorySpec, SourceSpec, WideTableSpec
 from wide_assets.schema import Column
 from wide_assets.sql import quote, string_literal
@@ -35,7 +42,6 @@ __all__ = [
     "OPEN_EQUALS_TABLE_CHECK",
     "history_asset",
     "history_checks",
-    "history_key",
     "history_problem",
     "history_table",
     "overlaps",
@@ -49,10 +55,6 @@ LIVE = "_row_kind IN ('+I', '+U')"
 UNFOLDED_ENGINES = ("first-row", "first_row", "versioned", "aggregation")
 LATEST_VALUE_FUNCTIONS = (None, "last_value")
 MAX_EXAMPLES = 5
-
-
-def history_key(spec: WideTableSpec) -> dg.AssetKey:
-    return asset_key(spec, spec.name + HISTORY_SUFFIX)
 
 
 def _history(spec: WideTableSpec) -> HistorySpec:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import dagster as dg
 
-from wide_assets.pipelines.specs import LakeTableSpec
+from wide_assets.pipelines.specs import LakeTableSpec, WideTableSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -33,6 +33,13 @@ class LakeLocator(Protocol):
 def asset_key(spec: LakeTableSpec, name: str) -> dg.AssetKey:
     """Assets of a table and its sources share the table's group as key prefix."""
     return dg.AssetKey([spec.group, name])
+
+
+def history_key(spec: WideTableSpec) -> dg.AssetKey:
+    """The asset key of a table's history (its own Delta table beside it)."""
+    from wide_assets.table.history import HISTORY_SUFFIX
+
+    return asset_key(spec, spec.name + HISTORY_SUFFIX)
 
 
 def lake_name(key: dg.AssetKey) -> str:
