@@ -70,6 +70,14 @@ def sail_rows(spark: Any, table: WideTable) -> Oracle:
 FIRST_WRITE = [(k, p, f"init{k}", "+I") for k in range(60) for p in ("a", "b")]
 
 
+def first_written(spark: Any, tmp_path: Path) -> tuple[WideTable, Oracle]:
+    """A deduplicate table on Sail after its first write, and the oracle of its rows."""
+    table = WideTable.create(activate(spark), tmp_path / "t", COLUMNS, ["k", "part"], LAST_ROW)
+    oracle: Oracle = {}
+    write(spark, table, oracle, FIRST_WRITE)
+    return table, oracle
+
+
 def sorted_rows(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     return sorted((tuple(sorted(row.items())) for row in rows), key=repr)
 
@@ -129,9 +137,7 @@ def test_a_platform_jobs_optimize_vacuum_and_properties_between_writes_lose_noth
     spark: Any, jvm_spark: Any, tmp_path: Path
 ) -> None:
     rng = random.Random(13)
-    table = WideTable.create(activate(spark), tmp_path / "t", COLUMNS, ["k", "part"], LAST_ROW)
-    oracle: Oracle = {}
-    write(spark, table, oracle, FIRST_WRITE)
+    table, oracle = first_written(spark, tmp_path)
     jvm = activate(jvm_spark)
     jvm.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
     for statement in (
@@ -152,9 +158,7 @@ def test_a_foreign_insert_is_refused_by_name_until_a_rebuild(
     spark: Any, jvm_spark: Any, tmp_path: Path
 ) -> None:
     rng = random.Random(21)
-    table = WideTable.create(activate(spark), tmp_path / "t", COLUMNS, ["k", "part"], LAST_ROW)
-    oracle: Oracle = {}
-    write(spark, table, oracle, FIRST_WRITE)
+    table, oracle = first_written(spark, tmp_path)
     activate(jvm_spark).sql(f"INSERT INTO delta.`{table.path}` VALUES (1, 'a', 'foreign')").collect()
     foreign = table.version
     before = DeltaTable(table.path).version()
@@ -198,9 +202,7 @@ OPTIMIZER = textwrap.dedent(
 def test_a_concurrent_foreign_optimize_loses_and_doubles_nothing(spark: Any, tmp_path: Path) -> None:
     """A platform team's OPTIMIZE loop, in a JVM of its own, racing our writes on the same table."""
     rng = random.Random(34)
-    table = WideTable.create(activate(spark), tmp_path / "t", COLUMNS, ["k", "part"], LAST_ROW)
-    oracle: Oracle = {}
-    write(spark, table, oracle, FIRST_WRITE)
+    table, oracle = first_written(spark, tmp_path)
     stop = tmp_path / "stop"
     optimizer = subprocess.Popen(
         [sys.executable, "-c", OPTIMIZER, table.path, str(stop), JVM.master],
