@@ -1,8 +1,8 @@
 """A corpus of malformed inputs: landed lines of product_360's Debezium (`pricing`) and Flink JSON
 (`questions`) sources and CSV `orders`, plus direct `WideTable.write`s. Each must be quarantined with
 its reason, or rejected with a clear message and nothing committed, while the good records landed
-around it are processed. Schema drift of a JSON source (an added, removed or renamed column) is not a
-malformed record: it is ingested and must be named by the source's schema-drift check.
+around it are processed. A JSON record whose columns are not its source's (an added, removed or renamed
+column) is schema drift, quarantined as such: ingesting it would drop a field or NULL a stored value.
 
 `handle_all` runs the corpus and says, case by case, whether it was handled as expected.
 """
@@ -16,11 +16,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import dagster as dg
-
-from demos import declared, declared_defs
+from demos import declared
 from wide_assets.errors import WideTableError
-from wide_assets.pipelines import LandingZone, SourceSpec
+from wide_assets.pipelines import SourceSpec
 from wide_assets.pipelines.ingest import ingest, landed_files, quarantine_path
 from wide_assets.table import WideTable
 from wide_assets_defs.product_360.component import ORDERS
@@ -50,24 +48,22 @@ OP_TS = "2026-03-01 00:00:00"
 
 @dataclass(frozen=True)
 class Case:
-    """One malformed landed line of `source`; `reason` is the quarantine reason's category, `drift`
-    the columns a schema-drift check must name instead (the record itself is fine). A CSV case that
+    """One malformed landed line of `source`; `reason` is the quarantine reason's category. A CSV case that
     starts with a header is a file of its own, quarantined whole as its first line."""
 
     name: str
     source: str
     line: bytes
     reason: str = ""
-    drift: tuple[str, ...] = ()
 
     @property
     def own_file(self) -> bool:
         return self.line.startswith(b"_row_kind,")
 
 
-def _case(name: str, source: str, line: str | bytes, reason: str = "", drift: tuple[str, ...] = ()) -> Case:
+def _case(name: str, source: str, line: str | bytes, reason: str = "") -> Case:
     """A case whose line is given as text or raw bytes."""
-    return Case(name, source, line if isinstance(line, bytes) else line.encode(), reason, drift)
+    return Case(name, source, line if isinstance(line, bytes) else line.encode(), reason)
 
 
 # The good line landed before the i-th case of each source.
@@ -120,13 +116,13 @@ CASES = (
     ),
     _case("huge string", "pricing", _dbz({**P, "sale_ends": HUGE}), "too long"),
     _case("duplicate record", "pricing", GOOD["pricing"](0), "duplicate record"),
-    _case("added column", "pricing", _dbz({**P, "currency": "EUR"}), drift=("currency",)),
-    _case("removed column", "pricing", _dbz({"product_id": 7, "sale_ends": None}), drift=("price",)),
+    _case("added column", "pricing", _dbz({**P, "currency": "EUR"}), "schema drift"),
+    _case("removed column", "pricing", _dbz({"product_id": 7, "sale_ends": None}), "schema drift"),
     _case(
         "renamed column",
         "pricing",
         _dbz({"product_id": 8, "unit_price": "1.00", "sale_ends": None}),
-        drift=("unit_price", "price"),
+        "schema drift",
     ),
     # Flink changelog JSON (questions: question_id bigint key, product_id bigint, status, op_ts).
     _case("truncated JSON", "questions", _flink(op_ts=OP_TS)[:25], "bad JSON"),
@@ -157,7 +153,7 @@ CASES = (
     ),
     _case("huge string", "questions", _flink(status=HUGE, op_ts=OP_TS), "too long"),
     _case("duplicate record", "questions", GOOD["questions"](0), "duplicate record"),
-    _case("added column", "questions", _flink(op_ts=OP_TS, title="?"), drift=("title",)),
+    _case("added column", "questions", _flink(op_ts=OP_TS, title="?"), "schema drift"),
     # CSV orders (header _row_kind,order_id,product_id,quantity,order_ts).
     _case("NULL key", "orders", "+I,,1,2,2026-03-01 10:00:00", "missing key"),
     _case("unknown row kind", "orders", "+X,1,1,2,2026-03-01 10:00:00", "unknown op"),
@@ -248,27 +244,6 @@ def _spec(source: str) -> SourceSpec:
     return replace(spec, max_bad_records=10_000)
 
 
-def _drift_reported(source: str, case: Case, work: Path) -> bool:
-    """The source's schema-drift check, over a landing zone holding only this case's line, names its columns."""
-    root = work / "drift" / f"{source}-{case.name.replace(' ', '-')}"
-    folder = root / "landing" / source
-    folder.mkdir(parents=True)
-    (folder / "drift.jsonl").write_bytes(case.line + b"\n")
-    check = next(
-        c
-        for c in declared_defs("product_360").asset_checks or []
-        if any(k.name == f"{source}_schema_drift" for k in c.check_keys)
-    )
-    result = check(landing=LandingZone(root=str(root)))
-    # Dagster types a direct invocation's result as `object` and a metadata value's as any packable
-    # value: this check returns its result, with the two column lists.
-    assert isinstance(result, dg.AssetCheckResult)
-    unexpected, missing = (result.metadata[k].value for k in ("unexpected_columns", "missing_columns"))
-    assert isinstance(unexpected, list) and isinstance(missing, list)
-    named = {*unexpected, *missing}
-    return not result.passed and set(case.drift) <= named
-
-
 def _ingest_corpus(spark: SparkSession, work: Path, source: str) -> tuple[list[Handled], int, int]:
     """Ingest one file of every case of `source` between good lines: the outcomes, good lines ingested
     and good lines landed."""
@@ -285,17 +260,14 @@ def _ingest_corpus(spark: SparkSession, work: Path, source: str) -> tuple[list[H
     outcomes = []
     for place, case in placed.items():
         name = f"{source}: {case.name}"
-        if case.drift:
-            handled = place in ingested and _drift_reported(source, case, work)
-            outcomes.append(Handled(name, handled, f"ingested, drift check names {list(case.drift)}"))
-        elif place in quarantined:
+        if place in quarantined:
             reason = quarantined[place]
             outcomes.append(
                 Handled(name, reason.endswith(f"({case.reason})"), f"quarantined: {reason[:120]}")
             )
         else:
             outcomes.append(Handled(name, False, "ingested" if place in ingested else "silently dropped"))
-    bad = sum(1 for c in cases if not c.drift)
+    bad = len(cases)
     if result.quarantined != bad:
         outcomes.append(
             Handled(f"{source}: quarantine count", False, f"{result.quarantined} reported, {bad} landed")

@@ -433,14 +433,13 @@ CANDIDATES: dict[str, Callable[[Layout, Timings], None]] = {
 
 
 def setup(layout: Layout) -> None:
-    """Create the bases holding the initial table: the WideTables of `WIDE_BASES`, whose rows are
-    appended to the Delta table directly (as `WideTable.rebuild` writes them, so 10M rows load fast),
-    and the plain Delta tables of `PLAIN_BASES`, appended by Sail (created by delta-rs first when they
-    have table properties)."""
+    """Create the bases holding the initial table: the WideTables of `WIDE_BASES`, loaded by one
+    `WideTable.write` of the initial rows (a write-only base compacted after it), and the plain Delta
+    tables of `PLAIN_BASES`, appended by Sail (created by delta-rs first when they have table
+    properties)."""
     from deltalake import DeltaTable
 
     from wide_assets import WideTable, get_spark
-    from wide_assets.table_definition import BUCKET_COLUMN
 
     spark = get_spark()
     rows = spark.read.parquet(str(layout.initial))
@@ -448,12 +447,10 @@ def setup(layout: Layout) -> None:
         path = layout.base(name)
         if path.exists():
             continue
-        bucketing = WideTable.create(spark, path, COLUMNS, [KEY], {**OPTIONS, **extra}).definition.bucketing
-        if bucketing is None:
-            rows.write.format("delta").mode("append").save(str(path))
-        else:
-            bucketed = rows.selectExpr("*", f"{bucketing.expression()} AS {BUCKET_COLUMN}")
-            bucketed.write.format("delta").mode("append").partitionBy(BUCKET_COLUMN).save(str(path))
+        wide = WideTable.create(spark, path, COLUMNS, [KEY], {**OPTIONS, **extra})
+        wide.write(rows)
+        if wide.definition.merge.write_only:
+            wide.compact()
     for name, configuration in PLAIN_BASES.items():
         path = layout.base(name)
         if path.exists():

@@ -59,16 +59,22 @@ LABELS = {
     "duckdb_merge": "DuckDB MERGE INTO + COPY to Parquet",
     "recompute_sail": "full recompute (N-way join), Sail",
     "recompute_jvm": "full recompute (N-way join), JVM Spark local[2]",
+    "wide_assets_jvm": "wide_assets write, default options, JVM Spark + delta-spark",
+    "delta_spark_merge": "delta-spark MERGE INTO, copy-on-write, JVM Spark local[2]",
+    "delta_spark_merge_dv": "delta-spark MERGE INTO, deletion vectors, JVM Spark local[2]",
     "pyarrow_floor": "floor: pyarrow touched rows -> new file",
 }
 PARQUET_OUTPUTS = {"recompute_sail", "recompute_jvm", "duckdb_merge"}
 # Candidates whose rows were saved through Spark as Parquet (their Delta table may hold deletion vectors).
 SPARK_ROWS = {
     "wide_assets_default",
+    "wide_assets_jvm",
     "wide_assets_write_only",
     "dagster_default",
     "sail_merge",
     "sail_merge_dv",
+    "delta_spark_merge",
+    "delta_spark_merge_dv",
 }
 LIBRARY = ("wide_assets_default", "wide_assets_write_only")
 # A peer that is meant to write deletion vectors and is wrong when it does not.
@@ -175,6 +181,12 @@ TARGETS = (
             "{:,.0f} MB",
         )
         for name in LIBRARY
+    ),
+    Target(
+        "on JVM Spark, default write at most 0.5x delta-spark MERGE with deletion vectors (ours / delta-spark)",
+        ("wide_assets_jvm", "delta_spark_merge_dv"),
+        lambda r: r["wide_assets_jvm"].time() / r["delta_spark_merge_dv"].time(),
+        lambda v: v <= 0.5,
     ),
     Target(
         "Dagster adds <= 2 s over the raw default write",

@@ -10,13 +10,21 @@ from bench.candidates import CANDIDATES
 from bench.product_360 import main
 from bench.workload import KEY, Layout, generate, mismatch, oracle
 
+# Every candidate but two of the four that start a JVM of their own (about a minute each here): our write
+# on JVM Spark and delta-spark's deletion-vector MERGE stay; the full run (`python -m bench.product_360`)
+# checks all of them.
+CHECKED = [c for c in CANDIDATES if c not in ("delta_spark_merge", "recompute_jvm")]
+
 
 def test_every_candidate_agrees_with_the_oracle(tmp_path: Path) -> None:
     out = tmp_path / "RESULTS.md"
-    results = main(["--sizes", "2000:300", "--workdir", str(tmp_path), "--out", str(out)])
+    candidates = ",".join(CHECKED)
+    results = main(
+        ["--sizes", "2000:300", "--candidates", candidates, "--workdir", str(tmp_path), "--out", str(out)]
+    )
     runs = results[(2000, 300)]
-    assert [r.candidate for r in runs] == list(CANDIDATES)
-    assert {r.candidate: r.error for r in runs} == dict.fromkeys(CANDIDATES)
+    assert [r.candidate for r in runs] == CHECKED
+    assert {r.candidate: r.error for r in runs} == dict.fromkeys(CHECKED)
     assert all(r.seconds > 0 and r.peak_mb > 0 for r in runs)
     report = out.read_text()
     assert "## Targets" in report and "Versions: Python" in report

@@ -24,6 +24,10 @@ COLUMNS = [
 ]
 OPTIONS = {
     "merge-engine": "partial-update",
+    # The changelog says which keys each write inserted and changed (without row-deduplicate, Paimon
+    # logs -U/+U for a key whose row a record left as it was, too).
+    "changelog-producer": "lookup",
+    "changelog-producer.row-deduplicate": "true",
     "fields.a_ts.sequence-group": "a_text,a_plain",
     "fields.a_text.aggregate-function": "last_non_null_value",
     "fields.b_ts.sequence-group": "b_max",

@@ -12,6 +12,7 @@ describes and maintains our tables in `test_delta_spark_interop.py`.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -19,15 +20,24 @@ from test_distributed import run_modules
 
 pytestmark = [pytest.mark.jvm, pytest.mark.slow]
 
-# What runs on classic JVM Spark + Delta beyond the main suite's JVM tests, bounded for CI: the
-# deletion-vector random rounds, exactly-once and the crash cases, and the refusals' texts.
-JVM_TIER = (
+# What runs on classic JVM Spark + Delta beyond the main suite's JVM tests, bounded for CI (each killed
+# writer is a JVM of its own): the deletion-vector random rounds, exactly-once's clean run and one
+# crash point, and the refusals' texts. `WIDE_ASSETS_JVM_TIER=all` adds every crash point and the
+# reliability crash cases.
+BOUNDED_TIER = (
     # One layout: test_delta_spark_interop.py reads all three with delta-spark in the main suite.
     "tests/test_deletion_vectors.py::test_random_rounds_equal_the_oracle_in_every_reader[deletion-vectors]",
+    "tests/test_exactly_once.py::test_clean_run_is_the_hand_computed_table",
+    "tests/test_exactly_once.py::test_killed_write_then_rerun_equals_clean_run[after-changelog-commit]",
+    "tests/test_merge_refusals.py",
+)
+WHOLE_TIER = (
+    BOUNDED_TIER[0],
     "tests/test_exactly_once.py",
     "tests/reliability/test_crashes.py",
     "tests/test_merge_refusals.py",
 )
+JVM_TIER = WHOLE_TIER if os.environ.get("WIDE_ASSETS_JVM_TIER") == "all" else BOUNDED_TIER
 
 
 def test_the_jvm_tier_on_classic_spark_with_delta(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 
 import dagster as dg
 import pytest
+from engine import JVM
 from pyspark.sql import functions as F
 
 from wide_assets.pipelines.resources import LakeSettings, SparkEngine
@@ -39,7 +40,7 @@ def test_sail_and_classic_coexist(spark: Any, jvm_spark: Any) -> None:
         assert _plus_one(activate(session)) == [1, 2, 3]
     # The cache hands back the very same live sessions rather than starting new engines.
     assert get_spark(EngineSettings(engine="sail")) is spark
-    assert get_spark(EngineSettings(engine="classic", with_delta=False)) is jvm_spark
+    assert get_spark(JVM) is jvm_spark
 
 
 def test_any_spark_dispatch(any_spark: Any) -> None:
