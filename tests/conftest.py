@@ -18,6 +18,28 @@ from wide_assets import WideTable
 from wide_assets.schema import Column
 from wide_assets.session import activate, get_spark, stop_spark
 
+# A JVM write of a small table costs seconds (Delta replays the log in Spark jobs for each new
+# version), so `make test` keeps the `engine` fixture's jvm-delta parameter on every third such test of
+# each file (the first, fourth, ...) and deselects the others, which pytest's summary counts;
+# `WIDE_ASSETS_JVM_FUNCTIONS=all` runs every one.
+JVM_ENGINE_EVERY = 1 if os.environ.get("WIDE_ASSETS_JVM_FUNCTIONS") == "all" else 3
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    seen: dict[str, int] = {}
+    dropped = []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is None or callspec.params.get("engine") != "jvm-delta":
+            continue
+        module = item.nodeid.split("::")[0]
+        seen[module] = seen.get(module, -1) + 1
+        if seen[module] % JVM_ENGINE_EVERY:
+            dropped.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if item not in dropped]
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _engines(request: pytest.FixtureRequest) -> Iterator[None]:
