@@ -20,7 +20,7 @@ from wide_assets.session import activate, get_spark, stop_spark
 
 # A JVM write of a small table costs seconds (Delta replays the log in Spark jobs for each new
 # version), so `make test` keeps the `engine` fixture's jvm-delta parameter on every third such test of
-# each file (the first, fourth, ...) and deselects the others, which pytest's summary counts;
+# each file (the first, fourth, ...) and deselects the others (`pytest --collect-only` counts them);
 # `WIDE_ASSETS_JVM_FUNCTIONS=all` runs every one.
 JVM_ENGINE_EVERY = 1 if os.environ.get("WIDE_ASSETS_JVM_FUNCTIONS") == "all" else 3
 
