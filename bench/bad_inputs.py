@@ -54,14 +54,14 @@ class Case:
     name: str
     source: str
     line: bytes
-    reason: str = ""
+    reason: str
 
     @property
     def own_file(self) -> bool:
         return self.line.startswith(b"_row_kind,")
 
 
-def _case(name: str, source: str, line: str | bytes, reason: str = "") -> Case:
+def _case(name: str, source: str, line: str | bytes, reason: str) -> Case:
     """A case whose line is given as text or raw bytes."""
     return Case(name, source, line if isinstance(line, bytes) else line.encode(), reason)
 
