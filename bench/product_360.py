@@ -485,7 +485,9 @@ becomes the newest one (what Paimon's fold gives on this workload, see `bench.wo
 ## What is timed
 
 Every candidate runs in a fresh process; setup is untimed: engine start, copying the base table,
-imports. Seconds are the timed part only; rows/s = K / seconds; "time vs delta-rs" divides by the
+imports. A candidate on classic JVM Spark first runs its timed operation once on a second copy of the
+base, untimed (`warm_up` detail): a long-lived driver is warm, and a cold JVM's class loading and code
+generation took most of the first run. Seconds are the timed part only; rows/s = K / seconds; "time vs delta-rs" divides by the
 delta-rs MERGE's seconds; peak RSS is the sum of the RSS of the candidate's whole process tree (Python,
 and the JVM for classic Spark), sampled every 50 ms over the process's whole life (so it includes
 setup). Before any candidate ran, the initial table was written once as Parquet and appended by Sail

@@ -23,6 +23,19 @@ from wide_assets.session import activate, get_spark, stop_spark
 # each file (the first, fourth, ...) and deselects the others (`pytest --collect-only` counts them);
 # `WIDE_ASSETS_JVM_FUNCTIONS=all` runs every one.
 JVM_ENGINE_EVERY = 1 if os.environ.get("WIDE_ASSETS_JVM_FUNCTIONS") == "all" else 3
+# The longest files, longest first (per-file test time of a whole run, `--junitxml`): collected
+# first, they start first under `--dist loadfile`, so the run does not end with one worker on a
+# 10-minute file while the other idles.
+LONGEST_FILES = (
+    "tests/test_jvm_connect.py",
+    "tests/test_jvm_cluster.py",
+    "tests/test_jvm_delta.py",
+    "tests/test_distributed.py",
+    "tests/test_functions.py",
+    "tests/reliability/test_multi_writer.py",
+    "tests/reliability/test_store_outage.py",
+    "tests/test_product_360.py",
+)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -39,6 +52,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = [item for item in items if item not in dropped]
+    rank = {path: index for index, path in enumerate(LONGEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
 
 
 @pytest.fixture(scope="session", autouse=True)
