@@ -80,8 +80,12 @@ demo: $(VENV_STAMP) $(DAGSTER_HOME)/dagster.yaml
 TEST_WORKERS ?= 2
 
 # `dg check defs`: every defs.yaml against its component's schema, then the code location loads.
+# `--no-loadscope-reorder`: files start in collection order, which puts the longest first
+# (tests/conftest.py), not xdist's default of the files with the most tests first (which left the
+# two 10-minute JVM launches, one test each, for the end). `--durations`: the slowest tests end the
+# output, so a run's log says where its time went.
 test: $(VENV_STAMP) $(DAGSTER_HOME)/dagster.yaml $(JARS)/.fetched
-	$(VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+	$(VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30
 	$(VENV)/bin/dg check defs
 
 # The unit tier: no engine, no Delta table written by Spark; seconds.

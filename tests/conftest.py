@@ -24,8 +24,8 @@ from wide_assets.session import activate, get_spark, stop_spark
 # `WIDE_ASSETS_JVM_FUNCTIONS=all` runs every one.
 JVM_ENGINE_EVERY = 1 if os.environ.get("WIDE_ASSETS_JVM_FUNCTIONS") == "all" else 3
 # The longest files, longest first (per-file test time of a whole run, `--junitxml`): collected
-# first, they start first under `--dist loadfile`, so the run does not end with one worker on a
-# 10-minute file while the other idles.
+# first, they start first under `--dist loadfile --no-loadscope-reorder` (`make test`), so the run
+# does not end with one worker on a 10-minute file while the other idles.
 LONGEST_FILES = (
     "tests/test_jvm_connect.py",
     "tests/test_jvm_cluster.py",
