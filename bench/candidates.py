@@ -228,19 +228,34 @@ def _wide_write(layout: Layout, base: str, candidate: str, timings: Timings, spa
     """Time one `WideTable.write` of the batch into `candidate`'s copy of the `base` WideTable, on
     `spark` (default: the engine the environment names)."""
     from wide_assets import WideTable, get_spark
-    from wide_assets.session import is_connect
 
     spark = spark or get_spark()
+    table = _timed_on_a_copy(
+        spark,
+        layout,
+        base,
+        candidate,
+        timings,
+        lambda copy: WideTable.open(spark, copy).write(spark.read.parquet(str(layout.changes))),
+    )
+    return WideTable.open(spark, table)
+
+
+def _timed_on_a_copy(
+    spark: Any, layout: Layout, base: str, candidate: str, timings: Timings, operation: Callable[[Path], Any]
+) -> Path:
+    """Time `operation` on `candidate`'s copy of the `base` table and return that copy's path. On JVM
+    Spark it first runs once untimed on a second copy: a cold JVM spends most of a first run loading
+    classes and generating code, which a long-running job pays once."""
+    from wide_assets.session import is_connect
+
     if not is_connect(spark):
         with timings.phase(WARM_UP):
-            WideTable.open(spark, _copied_base(layout, base, f"{candidate}_{WARM_UP}")).write(
-                spark.read.parquet(str(layout.changes))
-            )
+            operation(_copied_base(layout, base, f"{candidate}_{WARM_UP}"))
     table = _copied_base(layout, base, candidate)
-    wide = WideTable.open(spark, table)
     with timings.phase("total"):
-        wide.write(spark.read.parquet(str(layout.changes)))
-    return wide
+        operation(table)
+    return table
 
 
 def wide_assets_default(layout: Layout, timings: Timings) -> None:
@@ -298,17 +313,16 @@ def dagster_default(layout: Layout, timings: Timings) -> None:
 def _engine_merge(spark: Any, layout: Layout, base: str, candidate: str, timings: Timings) -> None:
     """The engine's own `MERGE INTO` of the batch reduced in its SQL into a copy of the plain Delta
     `base`; the reduction alone is timed apart afterwards (`reduce_alone`, not in the total)."""
-    from wide_assets.session import is_connect
-
     changes = spark.read.parquet(str(layout.changes))
     reduced = f"({reduce_sql('{changes}')})"
-    if not is_connect(spark):
-        with timings.phase(WARM_UP):
-            warm_up = _copied_base(layout, base, f"{candidate}_{WARM_UP}")
-            spark.sql(merge_sql(f"delta.`{warm_up}`", reduced), changes=changes).collect()
-    table = _copied_base(layout, base, candidate)
-    with timings.phase("total"):
-        spark.sql(merge_sql(f"delta.`{table}`", reduced), changes=changes).collect()
+    table = _timed_on_a_copy(
+        spark,
+        layout,
+        base,
+        candidate,
+        timings,
+        lambda copy: spark.sql(merge_sql(f"delta.`{copy}`", reduced), changes=changes).collect(),
+    )
     with timings.phase("reduce_alone"):
         _materialize(spark.sql(reduced, changes=changes))
     _save_rows(spark.read.format("delta").load(str(table)), layout, candidate)

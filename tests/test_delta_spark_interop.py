@@ -6,7 +6,8 @@
   with the oracle of each version and with `WideTable.read(version=...)`;
 - another Delta job maintaining the table (OPTIMIZE, VACUUM, SET TBLPROPERTIES) between and during our
   writes loses and doubles nothing; one that changes rows (INSERT) is refused by name, `verify()` says
-  what to do, and `rebuild()` is the way out.
+  what to do, and `rebuild()` is the way out;
+- it reads a declared table's history (SCD type 2) as test_history.py's oracle of the records says.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ from test_deletion_vectors import (
     read_by_delta_rs,
     read_by_sail,
 )
+from test_history import RUNS, Pipeline
+from test_history import oracle as history_oracle
 
 from wide_assets import WideTable
 from wide_assets.errors import TableStateError
@@ -131,6 +134,19 @@ def test_history_detail_and_time_travel_agree_with_each_version(
         assert read_by_delta_spark(jvm_spark, table.path, timestampAsOf=stamp) == expected, stamp
         ours = {(r.k, r.part): r.v for r in table.read(version=version).collect()}
         assert ours == expected, version
+
+
+def test_delta_spark_reads_a_history_table_as_its_oracle(spark: Any, jvm_spark: Any, tmp_path: Path) -> None:
+    pipeline = Pipeline(activate(spark), tmp_path)
+    for run in RUNS:
+        pipeline.apply(run)
+        pipeline.maintain()
+    columns = pipeline.history.definition.column_names
+    intervals = (
+        activate(jvm_spark).read.format("delta").load(pipeline.history.path).select(*columns).collect()
+    )
+    assert len(intervals) == len(history_oracle(RUNS))
+    assert {tuple(r) for r in intervals} == history_oracle(RUNS)
 
 
 def test_a_platform_jobs_optimize_vacuum_and_properties_between_writes_lose_nothing(

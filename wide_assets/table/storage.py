@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import DataFrame
 
 from wide_assets.errors import TableStateError
+from wide_assets.session import activate
 from wide_assets.sql import RowKind, kind_in, quote
 from wide_assets.table.log import CommitLog
 from wide_assets.table_definition import BUCKET_COLUMN, TableDefinition
@@ -34,7 +35,9 @@ class Storage:
             raise TableStateError(
                 f"{self.path} was opened without a Spark session: only its metadata can be read."
             )
-        return self._spark
+        # A process can hold a Sail and a classic session (a sensor's checks beside a JVM write), and
+        # pyspark builds Connect or classic Columns from one process-wide flag: point it at ours.
+        return activate(self._spark)
 
     @property
     def changelog_path(self) -> str:
