@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+from engine import spark_resource
 
 from demos import declared_defs
 from wide_assets.pipelines import LandingZone
-from wide_assets.pipelines.resources import LakeSettings, SparkEngine
+from wide_assets.pipelines.resources import LakeSettings
 from wide_assets.table import WideTable
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -44,7 +45,7 @@ def test_a_closed_account_stays_closed_for_late_events_and_the_checks_pass(
 ) -> None:
     landing, lake = tmp_path / "landing", tmp_path / "lake"
     resources = {
-        "spark": SparkEngine(engine="sail"),
+        "spark": spark_resource(),
         "lake": LakeSettings(root=str(lake)),
         "landing": LandingZone(root=str(landing)),
     }

@@ -21,11 +21,12 @@ from typing import Any
 import dagster as dg
 import pytest
 from dagster_parts import assets_and_checks, step_error, step_failure_metadata
+from engine import spark_resource
 
 from demos import declared, declared_defs
 from wide_assets.pipelines import LandingZone, SourceSpec, WideTableSpec, asset_key
 from wide_assets.pipelines.assets import lake_name
-from wide_assets.pipelines.resources import LakeSettings, SparkEngine
+from wide_assets.pipelines.resources import LakeSettings
 from wide_assets.table import WideTable
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -146,9 +147,9 @@ def _deploy(spark: Any, root: Path, lake: str | None = None) -> Deployment:
     """The demo with its landing zone under `root` and its lake in `lake` (default `root/lake`)."""
     landing = root / "landing"
     shutil.copytree(ROOT / "data", landing)
-    # SparkEngine(engine="sail") resolves to the same cached session as the `spark` fixture.
+    # The resource for the engine under test resolves to the same cached session as the `spark` fixture.
     resources = {
-        "spark": SparkEngine(engine="sail"),
+        "spark": spark_resource(),
         "lake": LakeSettings(root=lake or str(root / "lake")),
         "landing": LandingZone(root=str(landing)),
     }

@@ -21,21 +21,30 @@ from test_distributed import run_modules
 pytestmark = [pytest.mark.jvm, pytest.mark.slow]
 
 # What runs on classic JVM Spark + Delta beyond the main suite's JVM tests, bounded for CI (each killed
-# writer is a JVM of its own): the deletion-vector random rounds, exactly-once's clean run and one
-# crash point, and the refusals' texts. `WIDE_ASSETS_JVM_TIER=all` adds every crash point and the
-# reliability crash cases.
+# writer is a JVM of its own, and a small JVM write takes seconds): the deletion-vector random rounds,
+# exactly-once's clean run and one crash point, the refusals' texts, and one seed's demo materialized
+# and compared with the seed's snapshot. `WIDE_ASSETS_JVM_TIER=all` adds every crash point, the
+# reliability crash cases, the other demos, write-only tables and compaction, history tables and
+# tombstones (longer than CI allows: each of test_write_only.py's 20 random interleavings took about two
+# minutes here).
 BOUNDED_TIER = (
     # One layout: test_delta_spark_interop.py reads all three with delta-spark in the main suite.
     "tests/test_deletion_vectors.py::test_random_rounds_equal_the_oracle_in_every_reader[deletion-vectors]",
     "tests/test_exactly_once.py::test_clean_run_is_the_hand_computed_table",
     "tests/test_exactly_once.py::test_killed_write_then_rerun_equals_clean_run[after-changelog-commit]",
     "tests/test_merge_refusals.py",
+    "tests/test_demo.py::test_wide_table_equals_seed_snapshot",
 )
 WHOLE_TIER = (
     BOUNDED_TIER[0],
     "tests/test_exactly_once.py",
     "tests/reliability/test_crashes.py",
     "tests/test_merge_refusals.py",
+    "tests/test_demo.py",
+    "tests/test_customer_accounts.py",
+    "tests/test_write_only.py",
+    "tests/test_history.py",
+    "tests/test_tombstones.py",
 )
 JVM_TIER = WHOLE_TIER if os.environ.get("WIDE_ASSETS_JVM_TIER") == "all" else BOUNDED_TIER
 

@@ -79,7 +79,7 @@ def _read_csv(spark: SparkSession, source: SourceSpec, landed: LandedFile, index
         if r.problem
         else (
             r.line,
-            r.fields[position["_row_kind"]] if "_row_kind" in position else RowKind.INSERT,
+            r.fields[position["_row_kind"]] if "_row_kind" in position else RowKind.INSERT.value,
             *(r.fields[position[c]] for c in source.column_names),
             None,
             r.raw,
