@@ -29,6 +29,16 @@ MODULES = ("tests/test_conformance.py", "tests/test_product_360.py", "tests/test
 WORKERS = 2
 CHILD_TIMEOUT_S = 1800
 # A child is a pytest session of its own: not an xdist worker, not inside the parent's current test.
+# Over the Connect wire, product_360's five runs of late, out-of-order and deleted records repeat
+# what the local-cluster child runs on the same engine (100 of the connect child's 266 test-seconds in
+# the last CI); `WIDE_ASSETS_DISTRIBUTED=all` runs them there too.
+WIRE_REPEATS = (
+    ()
+    if os.environ.get("WIDE_ASSETS_DISTRIBUTED") == "all"
+    else (
+        "tests/test_product_360.py::test_late_out_of_order_and_deletes_converge_incrementally_and_on_backfill",
+    )
+)
 PARENT_ONLY = (
     "PYTEST_XDIST_WORKER",
     "PYTEST_XDIST_WORKER_COUNT",
@@ -37,9 +47,12 @@ PARENT_ONLY = (
 )
 
 
-def run_modules(tmp_path: Path, env: dict[str, str], modules: Sequence[str] = MODULES) -> str:
-    """Run `modules` (files or test ids) in a child pytest with `env` over this environment (its output
-    kept in `tmp_path/child.log`); return that output after checking that every collected test passed."""
+def run_modules(
+    tmp_path: Path, env: dict[str, str], modules: Sequence[str] = MODULES, deselect: Sequence[str] = ()
+) -> str:
+    """Run `modules` (files or test ids) but not `deselect` (test ids) in a child pytest with `env` over
+    this environment (its output kept in `tmp_path/child.log`); return that output after checking that
+    every collected test passed."""
     report = tmp_path / "junit.xml"
     command = [
         sys.executable,
@@ -53,6 +66,7 @@ def run_modules(tmp_path: Path, env: dict[str, str], modules: Sequence[str] = MO
         "-s",
         f"--basetemp={tmp_path / 'basetemp'}",
         f"--junitxml={report}",
+        *(f"--deselect={test}" for test in deselect),
     ]
     child_env = {k: v for k, v in os.environ.items() if k not in PARENT_ONLY} | env
     done = subprocess.run(
@@ -84,5 +98,5 @@ def test_modules_over_a_separate_spark_connect_server(tmp_path: Path) -> None:
     server_env = {"RUST_LOG": "warn,sail_session::session_manager=info"}
     with sail_server(tmp_path, server_env) as server:
         env = {"WIDE_ASSETS_ENGINE": "connect", "WIDE_ASSETS_SPARK_REMOTE": server.remote}
-        run_modules(tmp_path, env)
+        run_modules(tmp_path, env, deselect=WIRE_REPEATS)
         assert "creating session" in server.log.read_text(errors="replace")
