@@ -33,6 +33,8 @@ BUCKETS = 16
 # JVM (class loading, JIT, codegen) took 35-55 s for a write a warm one does in a fraction of that, and
 # a deployment's long-lived driver is warm. The detail column shows the cold run's seconds.
 WARM_UP = "warm_up"
+# Set to 1 where only the results count, not the times (tests/test_bench.py): no warm-up run.
+SKIP_WARM_UP = "WIDE_ASSETS_BENCH_SKIP_WARM_UP"
 # The WideTable bases by name: options added to the workload's.
 WIDE_BASES = {
     "default": {},
@@ -249,7 +251,7 @@ def _timed_on_a_copy(
     classes and generating code, which a long-running job pays once."""
     from wide_assets.session import is_connect
 
-    if not is_connect(spark):
+    if not is_connect(spark) and os.environ.get(SKIP_WARM_UP) != "1":
         with timings.phase(WARM_UP):
             operation(_copied_base(layout, base, f"{candidate}_{WARM_UP}"))
     table = _copied_base(layout, base, candidate)

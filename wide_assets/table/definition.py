@@ -10,7 +10,7 @@ from wide_assets.errors import InvalidOptionError, TableStateError
 from wide_assets.frames import arrow_schema
 from wide_assets.schema import Column
 from wide_assets.table import arbiter, change_feed
-from wide_assets.table.log import CHANGELOG_SUFFIX
+from wide_assets.table.log import CHANGELOG_SUFFIX, LOG_INFO, LOG_POSITION
 from wide_assets.table_definition import BUCKET_COLUMN, TableDefinition
 
 if TYPE_CHECKING:
@@ -112,12 +112,8 @@ def _log_schema(table_schema: Any) -> Any:
     """The commit log's Arrow schema: log columns, every table column (nullable), the marker JSON."""
     import pyarrow as pa
 
-    fields = [
-        pa.field("_commit", pa.int64(), nullable=False),
-        pa.field("_offset", pa.int64(), nullable=False),
-        pa.field("_row_kind", pa.string()),
-        pa.field("_origin", pa.string(), nullable=False),
-    ]
-    fields += [field.with_nullable(True) for field in table_schema]
-    fields.append(pa.field("_commit_info", pa.string()))
-    return pa.schema(fields)
+    arrow_types = {"bigint": pa.int64(), "string": pa.string()}
+    position = [pa.field(c.name, arrow_types[c.type], nullable=c.nullable) for c in LOG_POSITION]
+    table_fields = [field.with_nullable(True) for field in table_schema]
+    info = pa.field(LOG_INFO.name, arrow_types[LOG_INFO.type], nullable=LOG_INFO.nullable)
+    return pa.schema([*position, *table_fields, info])

@@ -12,9 +12,20 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any, NamedTuple, Self
 
+from wide_assets.schema import Column
 from wide_assets.table import arbiter
 
 CHANGELOG_SUFFIX = "_changelog"
+
+
+# A log row is these, then every table column (nullable: a marker row has none), then LOG_INFO.
+LOG_POSITION = (
+    Column("_commit", "bigint", False),
+    Column("_offset", "bigint", False),
+    Column("_row_kind", "string", True),
+    Column("_origin", "string", False),
+)
+LOG_INFO = Column("_commit_info", "string", True)  # a marker row's JSON, NULL on other rows
 
 
 class Origin(StrEnum):

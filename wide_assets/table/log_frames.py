@@ -12,7 +12,7 @@ from wide_assets.merge import changelog_read_from_merge
 from wide_assets.sql import columns, quote, string_literal
 from wide_assets.table import arbiter
 from wide_assets.table.files import write_files
-from wide_assets.table.log import LogSnapshot, Origin
+from wide_assets.table.log import LOG_INFO, LOG_POSITION, LogSnapshot, Origin
 from wide_assets.table.objects import TableFiles
 from wide_assets.table.storage import Storage
 
@@ -32,11 +32,8 @@ def log_frame(storage: Storage) -> DataFrame:
 
 def log_schema(storage: Storage) -> str:
     """The commit log's columns as DDL: log columns, every table column, the marker JSON."""
-    table_columns = ", ".join(f"{quote(c.name)} {c.type}" for c in storage.definition.columns)
-    return (
-        f"_commit BIGINT, _offset BIGINT, _row_kind STRING, _origin STRING, {table_columns}, "
-        "_commit_info STRING"
-    )
+    names_and_types = [*LOG_POSITION, *storage.definition.columns, LOG_INFO]
+    return ", ".join(f"{quote(c.name)} {c.type}" for c in names_and_types)
 
 
 def log_entries(storage: Storage, commits: list[int], origin: Origin) -> DataFrame:
@@ -67,11 +64,18 @@ def append_log(
 ) -> None:
     """One log commit right after the snapshot `log`: the entries plus their marker row (`origin` is a
     marker's). Raises `Conflict` when another commit took that version first."""
-    nulls = ", ".join(f"CAST(NULL AS {c.type}) AS {quote(c.name)}" for c in storage.definition.columns)
+    values = {
+        "_commit": str(commit),
+        "_offset": "-1",
+        "_origin": string_literal(origin),
+        LOG_INFO.name: string_literal(info_json),
+    }
+    marker_columns = [*LOG_POSITION, *storage.definition.columns, LOG_INFO]
     marker = storage.spark.sql(
-        f"SELECT CAST({commit} AS BIGINT) AS _commit, CAST(-1 AS BIGINT) AS _offset, "
-        f"CAST(NULL AS STRING) AS _row_kind, {string_literal(origin)} AS _origin, {nulls}, "
-        f"{string_literal(info_json)} AS _commit_info"
+        "SELECT "
+        + ", ".join(
+            f"CAST({values.get(c.name, 'NULL')} AS {c.type}) AS {quote(c.name)}" for c in marker_columns
+        )
     )
     files = TableFiles(storage.changelog_path)
     # One engine write per part, not one of their union: Sail 0.7.2's local-cluster mode was seen to
