@@ -1,5 +1,6 @@
 """A seeded generator of random Paimon table definitions and CDC workloads for the differential run
-against Paimon itself (`tests/test_paimon_differential.py`).
+against Paimon itself (`tests/test_paimon_differential.py`). Values come from small pools, so that ties
+and repeats happen, and now and then are one of their type's edges (`_EDGES`).
 
 Paimon's batching-dependent quirks (`docs/semantics.md` §1.9) are excluded by construction:
 - Q1 (a removing `-D` restarts the merge from its own values): on a table with a removing option
@@ -18,6 +19,8 @@ Paimon's batching-dependent quirks (`docs/semantics.md` §1.9) are excluded by c
   key without a row starts with a `+I` whose every group sequence is set; without groups a retraction
   follows another record of its key in its commit, and a table with a `sequence.field` (where a
   retraction could sort before the stored row) gets no retraction that is merged.
+- Q7 (a NaN sequence equals every value): no sequence column, `sequence.field` or group sequence,
+  holds NaN.
 - Q6 (a commit's records of a key are folded together before they meet the stored row): where a
   retraction reaches a function or a group (sequence groups, aggregation, unless `ignore-delete`), a
   retraction is the only record of its key in its commit; a function inside a sequence group is one
@@ -26,7 +29,9 @@ Paimon's batching-dependent quirks (`docs/semantics.md` §1.9) are excluded by c
 
 from __future__ import annotations
 
+import math
 import random
+import sys
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -40,9 +45,44 @@ _NUMERIC = ("int", "bigint", "decimal(10,2)", "decimal(38,10)", "double")
 _ENGINES = ("deduplicate", "partial-update", "partial-update-groups", "aggregation", "first-row")
 
 
-def _value(rng: random.Random, spark_type: str, null_rate: float = 0.2, top: int = 6) -> Any:
+# Now and then a value is one of its type's edges instead: the extremes of its range and, for doubles,
+# NaN, the infinities and both zeros (Paimon orders them as Java's Double.compare does, and -0.0
+# replacing 0.0 is a change), the smallest denormal and the largest finite value.
+_EDGE_RATE = 0.08
+_EDGES: dict[str, tuple[Any, ...]] = {
+    "int": (2**31 - 1, -(2**31)),
+    "bigint": (2**63 - 1, -(2**63)),
+    "decimal(10,2)": (Decimal("99999999.99"), Decimal("-99999999.99")),
+    "decimal(38,10)": (Decimal("9" * 28 + "." + "9" * 10), Decimal("-" + "9" * 28 + "." + "9" * 10)),
+    "double": (math.nan, math.inf, -math.inf, -0.0, 0.0, 5e-324, sys.float_info.max),
+    "string": (" ", "\t"),
+    "date": (date(1, 1, 1), date(9999, 12, 31)),
+    "timestamp_ntz": (datetime(1, 1, 1), datetime(9999, 12, 31, 23, 59, 59, 999999)),
+}
+
+
+# A summed column never holds an edge value: its overflow is where Paimon 1.4.2 (the pinned oracle)
+# differs from Paimon's current FieldSumAgg, which we follow (docs/semantics.md 1.6.1) - 1.4.2 wraps an
+# integer sum around (plain `+`, where the current code calls Math.addExact) and keeps a DECIMAL sum of
+# precision <= 18 past its precision (its fast path on unscaled longs) - or where a sum, no longer
+# associative (a DECIMAL overflow is NULL and starts again, a DOUBLE one is infinite), depends on
+# Paimon folding a commit's records of a key before they meet the stored row (Q6).
+
+
+def _value(
+    rng: random.Random,
+    spark_type: str,
+    null_rate: float = 0.2,
+    top: int = 6,
+    edges: bool = True,
+    nan: bool = True,
+) -> Any:
     if rng.random() < null_rate:
         return None
+    if edges and rng.random() < _EDGE_RATE:
+        return rng.choice(
+            [e for e in _EDGES[spark_type] if nan or not (isinstance(e, float) and math.isnan(e))]
+        )
     n = rng.randint(-3, top)
     if spark_type in ("int", "bigint"):
         return n
@@ -73,6 +113,7 @@ class _Table:
         self.one_per_commit = False  # one record per key in a commit (Q4)
         self.groups: list[str] = []  # sequence fields a new key's first record sets (Q5)
         self.retraction_follows = False  # a retraction follows a record of its key in its commit (Q5)
+        self.without_edges: set[str] = set()  # columns whose values are never edges
         getattr(self, "_" + self.engine.replace("-", "_"))()
         # A retraction alone in its commit for its key (Q6).
         self.lone_retractions = (
@@ -83,6 +124,10 @@ class _Table:
         name = f"{prefix}{len(self.columns)}"
         self.columns.append((name, self.rng.choice(types)))
         return name
+
+    def _summed(self, column: str, function: str) -> None:
+        if function == "sum":
+            self.without_edges.add(column)
 
     def _values(self, count: int) -> None:
         for _ in range(count):
@@ -141,6 +186,7 @@ class _Table:
             if numeric and self.rng.random() < 0.6:
                 function = self.rng.choice(["sum", "max", "min"])  # not order-sensitive (Q6)
                 self.options[f"fields.{numeric[0]}.aggregate-function"] = function
+                self._summed(numeric[0], function)
                 if function in ("max", "min") and self.rng.random() < 0.8:
                     self.options[f"fields.{numeric[0]}.ignore-retract"] = "true"
         self._values(self.rng.randint(0, 2))
@@ -161,6 +207,7 @@ class _Table:
             function = self.rng.choice(functions)
             if function != "last_non_null_value" or self.rng.random() < 0.5:
                 self.options[f"fields.{name}.aggregate-function"] = function
+            self._summed(name, function)
             if function in ("max", "min") and self.rng.random() < 0.8:
                 self.options[f"fields.{name}.ignore-retract"] = "true"
         self._sequence_field(0.3)
@@ -176,7 +223,12 @@ class _Table:
         # Sequences from a narrower range, so that ties are common.
         values = (
             _value(
-                self.rng, t, 0.0 if first and name in self.groups else 0.2, 0 if name in self.groups else 6
+                self.rng,
+                t,
+                0.0 if first and name in self.groups else 0.2,
+                0 if name in self.groups else 6,
+                name not in self.without_edges,
+                name not in (*self.groups, self.options.get("sequence.field")),
             )
             for name, t in self.columns[1:]
         )
