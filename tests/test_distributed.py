@@ -28,7 +28,6 @@ ROOT = Path(__file__).resolve().parents[1]
 MODULES = ("tests/test_conformance.py", "tests/test_product_360.py", "tests/test_merge_refusals.py")
 WORKERS = 2
 CHILD_TIMEOUT_S = 1800
-# A child is a pytest session of its own: not an xdist worker, not inside the parent's current test.
 # Over the Connect wire, product_360's five runs of late, out-of-order and deleted records repeat
 # what the local-cluster child runs on the same engine (100 of the connect child's 266 test-seconds in
 # the last CI); `WIDE_ASSETS_DISTRIBUTED=all` runs them there too.
@@ -39,6 +38,7 @@ WIRE_REPEATS = (
         "tests/test_product_360.py::test_late_out_of_order_and_deletes_converge_incrementally_and_on_backfill",
     )
 )
+# A child is a pytest session of its own: not an xdist worker, not inside the parent's current test.
 PARENT_ONLY = (
     "PYTEST_XDIST_WORKER",
     "PYTEST_XDIST_WORKER_COUNT",

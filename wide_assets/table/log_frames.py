@@ -9,6 +9,7 @@ from pyspark.sql import DataFrame
 from wide_assets.changelog import without_before_images
 from wide_assets.errors import merge_errors
 from wide_assets.merge import changelog_read_from_merge
+from wide_assets.schema import Column
 from wide_assets.sql import columns, quote, string_literal
 from wide_assets.table import arbiter
 from wide_assets.table.files import write_files
@@ -30,10 +31,14 @@ def log_frame(storage: Storage) -> DataFrame:
     return storage.spark.read.schema(schema).parquet(*live)
 
 
+def log_columns(storage: Storage) -> list[Column]:
+    """The commit log's columns in order: log columns, every table column, the marker JSON."""
+    return [*LOG_POSITION, *storage.definition.columns, LOG_INFO]
+
+
 def log_schema(storage: Storage) -> str:
-    """The commit log's columns as DDL: log columns, every table column, the marker JSON."""
-    names_and_types = [*LOG_POSITION, *storage.definition.columns, LOG_INFO]
-    return ", ".join(f"{quote(c.name)} {c.type}" for c in names_and_types)
+    """The commit log's columns as DDL."""
+    return ", ".join(f"{quote(c.name)} {c.type}" for c in log_columns(storage))
 
 
 def log_entries(storage: Storage, commits: list[int], origin: Origin) -> DataFrame:
@@ -70,11 +75,10 @@ def append_log(
         "_origin": string_literal(origin),
         LOG_INFO.name: string_literal(info_json),
     }
-    marker_columns = [*LOG_POSITION, *storage.definition.columns, LOG_INFO]
     marker = storage.spark.sql(
         "SELECT "
         + ", ".join(
-            f"CAST({values.get(c.name, 'NULL')} AS {c.type}) AS {quote(c.name)}" for c in marker_columns
+            f"CAST({values.get(c.name, 'NULL')} AS {c.type}) AS {quote(c.name)}" for c in log_columns(storage)
         )
     )
     files = TableFiles(storage.changelog_path)
