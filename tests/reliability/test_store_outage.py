@@ -212,12 +212,11 @@ print("done", flush=True)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["spark", "pandas", "arrow"])
-def test_writes_through_s3_outages_apply_each_write_once(tmp_path: Path, kind: str) -> None:
-    """A writer that retries every error, without a transaction id, while the S3 server is killed and
-    restarted under it (same port, same data): every write is applied exactly once, whatever the
+def test_writes_through_s3_outages_apply_each_write_once(tmp_path: Path) -> None:
+    """Writers that retry every error, without a transaction id, while the S3 server is killed and
+    restarted under them (same port, same data): every write is applied exactly once, whatever the
     input (pandas and Arrow rows are staged in the store, and their staged copy deleted after the
-    commit)."""
+    commit). One writer per kind of input, each on a table of its own, all through the same outages."""
     import os
     import subprocess
     import sys
@@ -229,22 +228,41 @@ def test_writes_through_s3_outages_apply_each_write_once(tmp_path: Path, kind: s
     writes, outages = 24, 3
     root, ports = tmp_path / "s3", free_ports(8)
     root.mkdir()
-    log = tmp_path / "writer.log"
+    logs = {kind: tmp_path / f"writer-{kind}.log" for kind in INPUTS}
     with seaweedfs(root, "outage", ports) as endpoint:
-        path = endpoint.uri("t")
         env = {**os.environ, **endpoint.env, "RUST_LOG": "error"}
-        command = [sys.executable, "-c", WRITER, path, str(writes), kind]
-        writer = subprocess.Popen(command, stdout=log.open("w"), stderr=subprocess.STDOUT, env=env)
-        time.sleep(20)
+        writers = {
+            kind: subprocess.Popen(
+                [sys.executable, "-c", WRITER, endpoint.uri(kind), str(writes), kind],
+                stdout=log.open("w"),
+                stderr=subprocess.STDOUT,
+                env=env,
+            )
+            for kind, log in logs.items()
+        }
+        # The first outage comes once every writer has written twice: each is mid-run when it does.
+        deadline = time.monotonic() + 600
+        while min(lines_starting(log, "wrote ") for log in logs.values()) < 2:
+            running = all(writer.poll() is None for writer in writers.values())
+            assert running and time.monotonic() < deadline, {
+                k: v.read_text()[-2000:] for k, v in logs.items()
+            }
+            time.sleep(0.5)
     for _ in range(outages):  # killed: down for a while, then back on the same port and data
         time.sleep(3)
         with seaweedfs(root, "outage", ports):
             time.sleep(10)
     with seaweedfs(root, "outage", ports), patched_environ(endpoint.env):
-        assert writer.wait(timeout=900) == 0, log.read_text()[-3000:]
-        assert "done" in log.read_text()
-        table = WideTable.open(None, path)
-        assert [c.commit for c in table.commits()] == list(range(1, writes + 1)), log.read_text()[-3000:]
-        assert table.pending_commits() == []
-        query = QueryBuilder().register("t", DeltaTable(path)).execute("SELECT n FROM t")
-        assert pa.table(query.read_all())["n"].to_pylist() == [writes], log.read_text()[-3000:]
+        for kind, writer in writers.items():
+            assert writer.wait(timeout=900) == 0, f"{kind} writer: {logs[kind].read_text()[-3000:]}"
+            output = f"{kind} writer: {logs[kind].read_text()[-3000:]}"
+            assert "done" in output and lines_starting(logs[kind], "retry ") > 0, output
+            table = WideTable.open(None, endpoint.uri(kind))
+            assert [c.commit for c in table.commits()] == list(range(1, writes + 1)), output
+            assert table.pending_commits() == [], output
+            query = QueryBuilder().register("t", DeltaTable(endpoint.uri(kind))).execute("SELECT n FROM t")
+            assert pa.table(query.read_all())["n"].to_pylist() == [writes], output
+
+
+def lines_starting(log: Path, prefix: str) -> int:
+    return sum(line.startswith(prefix) for line in log.read_text().splitlines())
