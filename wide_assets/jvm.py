@@ -39,6 +39,10 @@ DELTA_PACKAGES: tuple[str, ...] = ("io.delta:delta-spark_2.13:4.0.1", "io.delta:
 JARS_VARIABLE = "WIDE_ASSETS_JARS"
 PROJECT_JARS = Path(".jars")
 CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+# Spark keeps its 100 most recently compiled classes (code generation) by default, and one small write
+# of an 11-column table compiles 55-72: each write compiled everything again (1.5-3.0 s of Janino per
+# write). With room for 1,000, a warm write compiles 16 (docs/performance.md).
+CODEGEN_CACHE_CONF: Mapping[str, str] = MappingProxyType({"spark.sql.codegen.cache.maxEntries": "1000"})
 
 _DELTA_SESSION: Mapping[str, str] = MappingProxyType(
     {
@@ -122,6 +126,7 @@ def server_command(port: int, master: str, conf: Mapping[str, str]) -> list[str]
         "spark.ui.showConsoleProgress": "false",
         "spark.connect.grpc.binding.address": "127.0.0.1",
         "spark.connect.grpc.binding.port": str(port),
+        **CODEGEN_CACHE_CONF,
         **conf,
     }
     flags = [flag for key, value in settings.items() for flag in ("--conf", f"{key}={value}")]

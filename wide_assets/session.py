@@ -63,6 +63,7 @@ _CLASSIC_CONF: Mapping[str, str] = MappingProxyType(
         "spark.ui.enabled": "false",
         # Progress bars would interleave with a run's own log lines.
         "spark.ui.showConsoleProgress": "false",
+        **jvm.CODEGEN_CACHE_CONF,
     }
 )
 _TRUE = frozenset({"1", "true", "yes", "on"})
