@@ -13,9 +13,9 @@ from servers import S3Endpoint
 from bench.multi_writer import KINDS, run_trials, workers
 
 TRIALS = 20
-# On S3 the trials exercise the same protocol through the object store's put-if-absent, at twice the
-# CPU of a trial on local disk: CI runs each kind twice there (`python -m bench.multi_writer --root
-# s3://...` runs as many as wanted).
+# On S3 the trials exercise the same protocol through the object store's put-if-absent, at more than
+# twice the CPU of a trial on local disk: CI runs each kind twice there (`python -m bench.multi_writer
+# --root s3://...` runs as many as wanted).
 S3_TRIALS = 8
 
 

@@ -254,9 +254,9 @@ def test_writes_through_s3_outages_apply_each_write_once(tmp_path: Path) -> None
             time.sleep(10)
     with seaweedfs(root, "outage", ports), patched_environ(endpoint.env):
         for kind, writer in writers.items():
-            assert writer.wait(timeout=900) == 0, f"{kind} writer: {logs[kind].read_text()[-3000:]}"
+            exit_code = writer.wait(timeout=900)
             output = f"{kind} writer: {logs[kind].read_text()[-3000:]}"
-            assert "done" in output and lines_starting(logs[kind], "retry ") > 0, output
+            assert exit_code == 0 and "done" in output and lines_starting(logs[kind], "retry ") > 0, output
             table = WideTable.open(None, endpoint.uri(kind))
             assert [c.commit for c in table.commits()] == list(range(1, writes + 1)), output
             assert table.pending_commits() == [], output
