@@ -92,6 +92,7 @@ def test_passes_a_correct_table_with_a_row_back_after_its_delete_and_a_sum(
     assert {tuple(r) for r in table.read().collect()} == EXPECTED
     diff = verdict(spark, declared, table, applied)
     assert diff.passed, diff.examples
+    assert diff.rows == len(EXPECTED)
 
 
 def test_fails_a_table_changed_behind_the_engine(spark: Any, tmp_path: Path) -> None:
@@ -100,7 +101,12 @@ def test_fails_a_table_changed_behind_the_engine(spark: Any, tmp_path: Path) -> 
     DeltaTable(table.path).update(predicate="order_id = 2", updates={"amount": "12"})
     diff = verdict(spark, declared, table, applied)
     assert not diff.passed
-    assert dict(diff.differing) == {"amount": 1}
+    assert (dict(diff.differing), diff.rows, diff.missing, diff.unexpected) == (
+        {"amount": 1},
+        len(EXPECTED),
+        0,
+        0,
+    )
 
 
 @pytest.mark.parametrize(

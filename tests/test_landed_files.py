@@ -17,7 +17,13 @@ from deltalake import DeltaTable
 
 from wide_assets.errors import InvalidInputError
 from wide_assets.pipelines import SourceSpec
-from wide_assets.pipelines.ingest import ingest, landed_files, quarantine_path, require_landed
+from wide_assets.pipelines.ingest import (
+    BadSourceRecords,
+    ingest,
+    landed_files,
+    quarantine_path,
+    require_landed,
+)
 
 
 def source(format_: str, files: str, max_bad_records: int | None) -> SourceSpec:
@@ -209,3 +215,50 @@ def test_a_source_waiting_for_its_first_file_runs_and_one_cleaned_up_after_inges
         "a misspelled name is fine once files were ingested", "utf-8"
     )
     assert require_landed(tmp_path, waiting, landed_files(tmp_path, waiting), cdc) is None
+
+
+def test_duplicate_records_are_counted_and_quarantined_but_only_malformed_ones_count_against_the_limit(
+    spark: Any, tmp_path: Path
+) -> None:
+    spec = SourceSpec(
+        name="payments",
+        description="Payments per order.",
+        files=("in/*.csv",),
+        columns=(("order_id", "bigint"), ("amount", "int"), ("op_ts", "timestamp")),
+        primary_key=("order_id",),
+        feeds={"amount": "amount"},
+        format="csv",
+        op_time="op_ts",
+        max_bad_records=1,
+    )
+    folder, cdc = tmp_path / "in", str(tmp_path / "cdc")
+    folder.mkdir()
+    header, first, second = (
+        "order_id,amount,op_ts\n",
+        "1,10,2026-11-01 10:00:00\n",
+        "2,20,2026-11-01 10:00:00\n",
+    )
+    # A record repeated in its own file is a duplicate of its first line.
+    (folder / "d1.csv").write_text(header + first + second + first, "utf-8")
+    result = ingest(spark, spec, landed_files(tmp_path, spec), cdc)
+    assert (result.appended, result.quarantined, result.duplicates) == (2, 1, 1)
+    # One of an earlier run, one of its own file and one malformed record: three quarantined, one
+    # malformed, so within the limit of one.
+    third = "3,30,2026-11-02 10:00:00\n"
+    (folder / "d2.csv").write_text(
+        header + second + third + third + "4,40,2026-11-02 10:00:00,extra\n", "utf-8"
+    )
+    result = ingest(spark, spec, landed_files(tmp_path, spec), cdc)
+    assert (result.appended, result.quarantined, result.duplicates) == (1, 3, 2)
+    assert rows(spark, quarantine_path(cdc), "_source_file", "_source_line", "_reason") == {
+        ("in/d1.csv", 4, "duplicate of in/d1.csv line 2 (duplicate record)"),
+        ("in/d2.csv", 2, "duplicate of in/d1.csv line 3 (duplicate record)"),
+        ("in/d2.csv", 4, "duplicate of in/d2.csv line 3 (duplicate record)"),
+        ("in/d2.csv", 5, "4 field(s), the header has 3 (malformed line)"),
+    }
+    # Two malformed records are over the limit, whatever the duplicates beside them: nothing is ingested.
+    (folder / "d3.csv").write_text(header + first + "5,50\n" + "6,60\n", "utf-8")
+    with pytest.raises(BadSourceRecords) as raised:
+        ingest(spark, spec, landed_files(tmp_path, spec), cdc)
+    assert raised.value.count == 2
+    assert {r[0] for r in rows(spark, cdc, "order_id")} == {1, 2, 3}

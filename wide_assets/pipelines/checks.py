@@ -116,7 +116,9 @@ def _absent(
     absent = spark.sql(
         f"SELECT {selected} FROM {{r}} EXCEPT ALL SELECT {selected} FROM {{o}}", r=rows, o=other
     )
-    return absent.count(), [_show(r, compared) for r in absent.limit(MAX_EXAMPLES).collect()]
+    count = absent.count()
+    # Examples only when there is something to show: each query computes both sides again.
+    return count, [_show(r, compared) for r in absent.limit(MAX_EXAMPLES).collect()] if count else []
 
 
 def _show(row: Any, columns: Sequence[str]) -> str:
@@ -138,6 +140,10 @@ class KeyedDiff(RowDiff):
         return super().result(differing_keys_by_column=dict(self.differing), **metadata)
 
 
+# The join's flag of a row the table holds: no table column is named so (a leading `_` is refused).
+_PRESENT = "__in_table"
+
+
 def keyed_diff(
     spark: "SparkSession",
     actual: "DataFrame",
@@ -156,38 +162,44 @@ def keyed_diff(
     shown = ", ".join(
         f"a.{quote(c)} AS {quote('a_' + c)}, e.{quote(c)} AS {quote('e_' + c)}" for c in columns
     )
-    diffs = spark.sql(
-        f"SELECT {keys}, e.{first} IS NULL AS unexpected, a.{first} IS NULL AS missing, "
-        f"concat_ws(',', {names}) AS differs, {shown} "
-        f"FROM {{a}} a FULL OUTER JOIN {{e}} e ON {on} "
-        f"WHERE a.{first} IS NULL OR e.{first} IS NULL OR {' OR '.join(flags)}",
+    # One pass over the join counts everything, the table's rows too; the differing rows are read
+    # again only for examples when there are some (each pass computes both sides again: the expected
+    # rows are a whole oracle).
+    joined = spark.sql(
+        f"SELECT {keys}, a.{first} IS NOT NULL AS {_PRESENT}, e.{first} IS NULL AS unexpected, "
+        f"a.{first} IS NULL AS missing, concat_ws(',', {names}) AS differs, {shown} "
+        f"FROM {{a}} a FULL OUTER JOIN {{e}} e ON {on}",
         a=actual,
         e=expected,
     )
     counts = spark.sql(
-        "SELECT count_if(missing) AS missing, count_if(unexpected) AS unexpected, "
+        f"SELECT count_if({_PRESENT}) AS {_PRESENT}, count_if(missing) AS missing, "
+        "count_if(unexpected) AS unexpected, "
         + ", ".join(
             f"count_if(NOT missing AND NOT unexpected AND array_contains(split(differs, ','), {string_literal(c)})) "
             f"AS {quote(c)}"
             for c in columns
         )
-        + " FROM {d}",
-        d=diffs,
+        + " FROM {j}",
+        j=joined,
     ).collect()[0]
+    differing = {c: int(counts[c]) for c in columns if counts[c]}
     examples = []
-    for row in diffs.orderBy(*key).limit(MAX_EXAMPLES).collect():
-        at = ", ".join(f"{k}={row[k]!r}" for k in key)
-        if row.missing or row.unexpected:
-            examples.append(f"{'missing' if row.missing else 'unexpected'} row {at}")
-            continue
-        changed = row.differs.split(",")
-        detail = "; ".join(f"{c} table={row['a_' + c]!r} expected={row['e_' + c]!r}" for c in changed)
-        examples.append(f"{at}: {detail}")
+    if counts.missing or counts.unexpected or differing:
+        diffs = joined.where("missing OR unexpected OR differs <> ''")
+        for row in diffs.orderBy(*key).limit(MAX_EXAMPLES).collect():
+            at = ", ".join(f"{k}={row[k]!r}" for k in key)
+            if row.missing or row.unexpected:
+                examples.append(f"{'missing' if row.missing else 'unexpected'} row {at}")
+                continue
+            changed = row.differs.split(",")
+            detail = "; ".join(f"{c} table={row['a_' + c]!r} expected={row['e_' + c]!r}" for c in changed)
+            examples.append(f"{at}: {detail}")
     return KeyedDiff(
-        rows=actual.count(),
+        rows=int(counts[_PRESENT]),
         missing=int(counts.missing),
         unexpected=int(counts.unexpected),
-        differing={c: int(counts[c]) for c in columns if counts[c]},
+        differing=differing,
         examples=tuple(examples),
     )
 

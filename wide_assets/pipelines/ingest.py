@@ -311,26 +311,27 @@ def _ingest(spark: SparkSession, source: SourceSpec, files: Sequence[LandedFile]
         )
     if changed is not None:
         records = changed
-        if source.op_time is not None and source.snapshot is None:
+        marks_duplicates = source.op_time is not None and source.snapshot is None
+        if marks_duplicates:
             records = _mark_duplicates(spark, source, records, path if exists else None)
-            duplicates = records.where(DUPLICATE).count()
+        counts = _record_counts(spark, records)
+        duplicates = counts.duplicates if marks_duplicates else 0
         if source.max_bad_records is None:
-            _reject_bad_records(spark, source, records.where(f"NOT {DUPLICATE}"))
+            if counts.malformed:
+                _reject_bad_records(spark, source, records.where(f"NOT {DUPLICATE}"), counts.malformed)
         else:
-            quarantined = _quarantine(spark, source, records, quarantine_path(path))
+            quarantined = _quarantine(spark, source, records, counts, quarantine_path(path))
         # A run killed here has quarantined (idempotently) but not appended: the next run redoes both.
         faults.checkpoint("ingest_before_commit")
         rows = _with_offsets(spark, source, records.where("_problems = ''"), base_offset)
-        appended = rows.count()
+        appended = counts.usable
         # Header-only files add nothing; classic Delta Spark would still commit an empty version.
         if appended:
             # In the table's order: a column the source gained since stands last in the table.
             order = delta_tables.open_table(path).schema().to_arrow().names if exists else rows.columns
             rows.select(*order).write.format("delta").mode("append").save(path)
-    if not delta_tables.exists(path):
-        # An empty table lets the wide table read every source before the first file lands.
-        ddl = ", ".join(f"{quote(name)} {type_}" for name, type_ in cdc_columns(source))
-        spark.createDataFrame([], ddl).write.format("delta").mode("append").save(path)
+    # An empty table lets the wide table read every source before the first file lands.
+    delta_tables.create_empty(spark, path, cdc_columns(source))
     op_time = f"CAST(max({quote(source.op_time)}) AS STRING)" if source.op_time else "CAST(NULL AS STRING)"
     stats = spark.sql(
         f"SELECT count(*) AS n, coalesce(max(_offset), 0) AS max_offset, {op_time} AS op_time FROM {{t}}",
@@ -400,20 +401,39 @@ def _ingested(spark: SparkSession, path: str) -> tuple[set[tuple[str, str]], int
     return {(r._source_file, r._source_hash) for r in rows}, max((int(r.max_offset) for r in rows), default=0)
 
 
-def _reject_bad_records(spark: SparkSession, source: SourceSpec, records: DataFrame) -> None:
-    bad = records.where("_problems <> ''")
-    count = bad.count()
-    if count:
-        examples = spark.sql(
-            "SELECT _source_file, _source_line, _problems FROM {bad} "
-            f"ORDER BY _file_index, _source_line LIMIT {MAX_EXAMPLES}",
-            bad=bad,
-        ).collect()
-        raise BadSourceRecords(
-            source.name,
-            count,
-            [BadRecord(r._source_file, int(r._source_line), r._problems) for r in examples],
-        )
+@dataclass(frozen=True)
+class RecordCounts:
+    """How many of a run's records are usable, have a problem, are duplicates, or are malformed (a
+    problem other than being a duplicate)."""
+
+    usable: int
+    bad: int
+    duplicates: int
+    malformed: int
+
+
+def _record_counts(spark: SparkSession, records: DataFrame) -> RecordCounts:
+    """Every count the ingest needs, in one pass: each pass parses the landed files again (the engines
+    do not keep `records`), which made separate counts most of a small source's ingest on JVM Spark."""
+    row = spark.sql(
+        "SELECT count_if(_problems = '') AS usable, count_if(_problems <> '') AS bad, "
+        f"count_if({DUPLICATE}) AS duplicates, count_if(_problems <> '' AND NOT {DUPLICATE}) AS malformed "
+        "FROM {records}",
+        records=records,
+    ).collect()[0]
+    return RecordCounts(usable=row.usable, bad=row.bad, duplicates=row.duplicates, malformed=row.malformed)
+
+
+def _reject_bad_records(spark: SparkSession, source: SourceSpec, records: DataFrame, count: int) -> None:
+    """Raise `BadSourceRecords` for the `count` records of `records` that have a problem, with examples."""
+    examples = spark.sql(
+        "SELECT _source_file, _source_line, _problems FROM {records} WHERE _problems <> '' "
+        f"ORDER BY _file_index, _source_line LIMIT {MAX_EXAMPLES}",
+        records=records,
+    ).collect()
+    raise BadSourceRecords(
+        source.name, count, [BadRecord(r._source_file, int(r._source_line), r._problems) for r in examples]
+    )
 
 
 def quarantine_path(path: str) -> str:
@@ -421,8 +441,11 @@ def quarantine_path(path: str) -> str:
     return f"{path.rstrip('/')}_quarantine"
 
 
-def _quarantine(spark: SparkSession, source: SourceSpec, records: DataFrame, path: str) -> int:
-    """Append the malformed `records` of files not quarantined before; their number this run.
+def _quarantine(
+    spark: SparkSession, source: SourceSpec, records: DataFrame, counts: RecordCounts, path: str
+) -> int:
+    """Append the malformed `records` (`counts` counts them) of files not quarantined before; their
+    number this run.
 
     Raises `BadSourceRecords` (nothing written) when more than `source.max_bad_records` are malformed.
     Idempotent per file: a run that dies after this but before the CDC append quarantines nothing
@@ -430,18 +453,13 @@ def _quarantine(spark: SparkSession, source: SourceSpec, records: DataFrame, pat
     """
     from wide_assets.table import delta_tables
 
-    bad = records.where("_problems <> ''")
-    count = bad.count()
-    if source.max_bad_records is not None and count > source.max_bad_records:
-        # Duplicates are harmless and kept; only malformed records count against the limit.
-        malformed = records.where(f"NOT {DUPLICATE}")
-        if malformed.where("_problems <> ''").count() > source.max_bad_records:
-            _reject_bad_records(spark, source, malformed)
-    if not delta_tables.exists(path):
-        ddl = ", ".join(f"{quote(n)} {t}" for n, t in QUARANTINE_COLUMNS)
-        spark.createDataFrame([], ddl).write.format("delta").mode("append").save(path)
-    if not count:
+    # Duplicates are harmless and kept; only malformed records count against the limit.
+    if source.max_bad_records is not None and counts.malformed > source.max_bad_records:
+        _reject_bad_records(spark, source, records.where(f"NOT {DUPLICATE}"), counts.malformed)
+    delta_tables.create_empty(spark, path, QUARANTINE_COLUMNS)
+    if not counts.bad:
         return 0
+    bad = records.where("_problems <> ''")
     done = spark.read.format("delta").load(path)
     fresh = spark.sql(
         "SELECT b._source_file, b._source_line, b._source_hash, b._problems AS _reason, b._raw AS _record "

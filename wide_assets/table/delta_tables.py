@@ -4,12 +4,16 @@ store's settings and without Spark."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from wide_assets.table import arbiter
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
+
+    from wide_assets.session import SparkSession
 
 
 def exists(path: str) -> bool:
@@ -30,3 +34,28 @@ def version(path: str) -> int | None:
 def row_count(path: str) -> int:
     """The rows of the Delta table at `path` (0 when there is no table)."""
     return arbiter.open_table(path).to_pyarrow_dataset().count_rows() if arbiter.exists(path) else 0
+
+
+def create_empty(spark: SparkSession, path: str, columns: Sequence[tuple[str, str]]) -> None:
+    """Create an empty Delta table of `columns` (name, Spark SQL type; all nullable) at `path` unless
+    one is there; racing creators agree. Through delta-rs: an engine's write of no rows ran Spark jobs
+    (about 2 s on JVM Spark) to commit the same empty table."""
+    import pyarrow as pa
+    from deltalake import DeltaTable
+
+    from wide_assets.frames import arrow_schema
+    from wide_assets.schema import Column
+
+    if arbiter.exists(path):
+        return
+    declared = arrow_schema(spark, [Column.parse(name, type_) for name, type_ in columns])
+    try:
+        DeltaTable.create(
+            path,
+            schema=pa.schema([field.with_nullable(True) for field in declared]),
+            name=Path(path).name,
+            storage_options=arbiter.storage_options(path),
+        )
+    except Exception:
+        if not arbiter.exists(path):  # not a creator that lost the race for version 0
+            raise
