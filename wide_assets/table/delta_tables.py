@@ -1,6 +1,6 @@
 """Plain Delta tables beside the wide tables (CDC tables, quarantines, published changelogs, query
-results, Delta sources): whether one exists, its version and row count, read through delta-rs with the
-store's settings and without Spark."""
+results, Delta sources): whether one exists, its version and row count, and an empty one created,
+through delta-rs with the store's settings and without a Spark job."""
 
 from __future__ import annotations
 
