@@ -7,6 +7,7 @@ Oracles: the landed lines written here, by hand.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -220,16 +221,12 @@ def test_a_source_waiting_for_its_first_file_runs_and_one_cleaned_up_after_inges
 def test_duplicate_records_are_counted_and_quarantined_but_only_malformed_ones_count_against_the_limit(
     spark: Any, tmp_path: Path
 ) -> None:
-    spec = SourceSpec(
-        name="payments",
-        description="Payments per order.",
-        files=("in/*.csv",),
+    # Records are duplicates only where a source has an op time.
+    spec = replace(
+        source("csv", "in/*.csv", 1),
         columns=(("order_id", "bigint"), ("amount", "int"), ("op_ts", "timestamp")),
-        primary_key=("order_id",),
         feeds={"amount": "amount"},
-        format="csv",
         op_time="op_ts",
-        max_bad_records=1,
     )
     folder, cdc = tmp_path / "in", str(tmp_path / "cdc")
     folder.mkdir()
