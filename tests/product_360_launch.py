@@ -19,6 +19,8 @@ from wide_assets.table import WideTable
 ROOT = Path(__file__).resolve().parents[1]
 PRODUCT_360 = declared("product_360").spec
 LAUNCH_TIMEOUT_S = 2400
+# A standalone cluster on this machine: a driver and two executor JVMs of one core and 1 GiB each.
+LOCAL_CLUSTER = "local-cluster[2,1,1024]"
 
 
 def launch_product_360(tmp_path: Path, engine: dict[str, str]) -> Path:

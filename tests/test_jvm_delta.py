@@ -3,8 +3,9 @@ JVM tier (below) in a child pytest with `WIDE_ASSETS_ENGINE=classic`, so that th
 Delta table with Delta's own reader and appends the source tables with Delta's own writer, while the
 commits to the wide table stay ours.
 
-The other JVM shapes have files of their own, so that a parallel run spreads them: a standalone
-cluster (`test_jvm_cluster.py`) and a JVM Spark Connect server (`test_jvm_connect.py`). The
+The other JVM shapes have files of their own, so that a parallel run spreads them: a JVM Spark Connect
+server in front of a standalone cluster (`test_jvm_connect.py`), and with `WIDE_ASSETS_JVM_TIER=all` a
+classic driver on that cluster (`test_jvm_cluster.py`). The
 conformance cases and the function tests run on classic JVM Spark with Delta in the main suite
 (`test_conformance_jvm.py`, the `engine` fixture's `jvm-delta` parameter), and delta-spark reads,
 describes and maintains our tables in `test_delta_spark_interop.py`.
