@@ -309,6 +309,29 @@ def test_a_bad_declaration_fails_loading_naming_what_is_wrong(sandbox: DefsFolde
     assert message in messages(raised.value)
 
 
+def test_two_tables_of_a_code_location_with_different_landing_zones_are_refused_naming_both_files(
+    sandbox: DefsFolderSandbox,
+) -> None:
+    first, _ = scaffold(sandbox, "first_table")
+    second, doc = scaffold(sandbox, "second_table")
+    _table(doc)["name"] = "second_table"
+    doc["attributes"]["landing"] = "data"  # the default, spelled out: the very same resource
+    (second / "defs.yaml").write_text(yaml.safe_dump(doc, sort_keys=False), "utf-8")
+    with sandbox.build_all_defs() as defs:
+        assert defs.resources is not None and defs.resources["landing"].root == str(
+            sandbox.project_root / "data"
+        )
+    doc["attributes"]["landing"] = "incoming"
+    (second / "defs.yaml").write_text(yaml.safe_dump(doc, sort_keys=False), "utf-8")
+    with pytest.raises(Exception) as raised, sandbox.build_all_defs():
+        pass
+    text = messages(raised.value)
+    assert "attributes.landing" in text and "share one `landing` resource" in text, text
+    # Whichever of the two loads second is refused at its file; the message names the other's and both zones.
+    assert str(first / "defs.yaml") in text and str(second / "defs.yaml") in text, text
+    assert str(sandbox.project_root / "incoming") in text and str(sandbox.project_root / "data") in text, text
+
+
 def test_a_declaration_brings_default_resources_that_its_fields_override(
     sandbox: DefsFolderSandbox, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -37,4 +37,6 @@ def test_product_360_job_and_refusals_through_a_jvm_spark_connect_server_on_a_cl
     assert "Spark Connect server started" in log
     # The job's tasks ran in both executor JVMs, not in the server's own (its INFO log names each).
     for executor in ("0", "1"):
-        assert re.search(rf"Finished task .* \(executor {executor}\)", log), f"no task ran on executor {executor}"
+        assert re.search(rf"Finished task .* \(executor {executor}\)", log), (
+            f"no task ran on executor {executor}"
+        )

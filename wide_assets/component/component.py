@@ -34,7 +34,7 @@ from wide_assets.component.declaration import (
     wide_table_spec,
 )
 from wide_assets.component.refusal import DeclarationProblem, invalid_yaml, refuse
-from wide_assets.component.resources import SparkDeclaration, table_resources
+from wide_assets.component.resources import SparkDeclaration, claim_shared_resources, table_resources
 from wide_assets.component.scaffold import WideTableScaffolder
 from wide_assets.pipelines import WideTableSpec, wide_table_defs
 from wide_assets.pipelines.assets import SensorScope, materialized_table_asset, source_applier
@@ -296,6 +296,10 @@ class WideTableComponent(dg.Component, dg.Resolvable, dg.Model):
         except DeclarationProblem as problem:
             refuse(problem, self._positions, context.path)
         resources = table_resources(context.project_root, self.lake, self.landing, self.spark)
+        try:
+            claim_shared_resources(context.component_tree, context.path, resources)
+        except DeclarationProblem as problem:
+            refuse(problem, self._positions, context.path)
         return dg.Definitions.merge(table, dg.Definitions(resources=resources))
 
     def execute(self, spark: SparkSession, table: WideTable, lake: LakeLocator) -> Sequence[SourceApplied]:
