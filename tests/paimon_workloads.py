@@ -43,6 +43,28 @@ _TYPES = ("int", "bigint", "decimal(10,2)", "decimal(38,10)", "double", "string"
 _SEQUENCE_TYPES = ("int", "bigint", "decimal(10,2)", "double", "date", "timestamp_ntz")
 _NUMERIC = ("int", "bigint", "decimal(10,2)", "decimal(38,10)", "double")
 _ENGINES = ("deduplicate", "partial-update", "partial-update-groups", "aggregation", "first-row")
+# An aggregation table's columns may also be BOOLEAN (for bool_and / bool_or).
+_AGGREGATED_TYPES = (*_TYPES, "boolean")
+# Per type: the aggregate functions an aggregation column draws from (sum weighted up: its retraction
+# is the most used); every one takes any record order of a commit (Q6) except listagg, whose fold
+# concatenates in arrival order, as the merge with the stored row does.
+_ANY_TYPE_FUNCTIONS = (
+    "max",
+    "min",
+    "last_non_null_value",
+    "last_value",
+    "first_value",
+    "first_non_null_value",
+)
+_FUNCTIONS: dict[str, tuple[str, ...]] = {
+    **{t: (*_ANY_TYPE_FUNCTIONS, "sum", "sum", "sum", "product") for t in _NUMERIC},
+    "string": (*_ANY_TYPE_FUNCTIONS, "listagg", "listagg"),
+    "date": _ANY_TYPE_FUNCTIONS,
+    "timestamp_ntz": _ANY_TYPE_FUNCTIONS,
+    "boolean": ("bool_and", "bool_or", "bool_and", "bool_or", "last_value", "first_non_null_value"),
+}
+# Functions that refuse a retraction unless `ignore-retract` (docs/semantics.md 1.6).
+_NOT_RETRACTING = ("max", "min", "first_value", "first_non_null_value", "listagg", "bool_and", "bool_or")
 
 
 # Now and then a value is one of its type's edges instead: the extremes of its range and, for doubles,
@@ -58,6 +80,7 @@ _EDGES: dict[str, tuple[Any, ...]] = {
     "string": (" ", "\t"),
     "date": (date(1, 1, 1), date(9999, 12, 31)),
     "timestamp_ntz": (datetime(1, 1, 1), datetime(9999, 12, 31, 23, 59, 59, 999999)),
+    "boolean": (),
 }
 
 
@@ -69,6 +92,12 @@ _EDGES: dict[str, tuple[Any, ...]] = {
 # Paimon folding a commit's records of a key before they meet the stored row (Q6).
 
 
+# A listagg column never holds a blank string (empty or whitespace only): Paimon 1.4.2 (the pinned
+# oracle) skips only empty inputs and keeps a lone blank one, where Paimon's current FieldListaggAgg.agg
+# (apache/paimon#8480, in 2.0), which we follow, skips every blank input (docs/semantics.md section 5).
+_NON_BLANK = ("a", "b", "ab", "Zz", "é")
+
+
 def _value(
     rng: random.Random,
     spark_type: str,
@@ -76,10 +105,13 @@ def _value(
     top: int = 6,
     edges: bool = True,
     nan: bool = True,
+    blank: bool = True,
 ) -> Any:
     if rng.random() < null_rate:
         return None
-    if edges and rng.random() < _EDGE_RATE:
+    if not blank and spark_type == "string":
+        return rng.choice(_NON_BLANK)
+    if edges and _EDGES[spark_type] and rng.random() < _EDGE_RATE:
         return rng.choice(
             [e for e in _EDGES[spark_type] if nan or not (isinstance(e, float) and math.isnan(e))]
         )
@@ -93,7 +125,9 @@ def _value(
     if spark_type == "double":
         return n / 2
     if spark_type == "string":
-        return rng.choice(["", "a", "b", "ab", "Zz", "é"])
+        return rng.choice(["", *_NON_BLANK])
+    if spark_type == "boolean":
+        return n % 2 == 0
     if spark_type == "date":
         return date(2024, 1, 1) + timedelta(days=n)
     return datetime(2024, 1, 1) + timedelta(seconds=n, microseconds=rng.choice([0, 1]))
@@ -102,9 +136,11 @@ def _value(
 class _Table:
     """A random definition: columns, options, and what records its workload may hold."""
 
-    def __init__(self, rng: random.Random) -> None:
+    def __init__(self, rng: random.Random, function: str | None = None) -> None:
         self.rng = rng
-        self.engine = rng.choice(_ENGINES)
+        # A table of one aggregate function (`aggregated_by`) is an aggregation table.
+        self.function = function
+        self.engine = "aggregation" if function else rng.choice(_ENGINES)
         self.columns: list[tuple[str, str]] = [("k", "int")]
         self.options: dict[str, str] = {}
         self.retractions = True  # whether -U / -D records are written
@@ -114,6 +150,7 @@ class _Table:
         self.groups: list[str] = []  # sequence fields a new key's first record sets (Q5)
         self.retraction_follows = False  # a retraction follows a record of its key in its commit (Q5)
         self.without_edges: set[str] = set()  # columns whose values are never edges
+        self.without_blanks: set[str] = set()  # string columns that never hold a blank string
         getattr(self, "_" + self.engine.replace("-", "_"))()
         # A retraction alone in its commit for its key (Q6).
         self.lone_retractions = (
@@ -126,8 +163,10 @@ class _Table:
         return name
 
     def _summed(self, column: str, function: str) -> None:
-        if function == "sum":
+        if function in ("sum", "product"):
             self.without_edges.add(column)
+        if function == "listagg":
+            self.without_blanks.add(column)
 
     def _values(self, count: int) -> None:
         for _ in range(count):
@@ -201,15 +240,16 @@ class _Table:
         self.options["merge-engine"] = "aggregation"
         self.aggregating = True
         for _ in range(self.rng.randint(1, 4)):
-            name = self._add("a")
-            numeric = dict(self.columns)[name] in _NUMERIC
-            functions = ["max", "min", "last_non_null_value", "last_value"] + (["sum"] * 3 if numeric else [])
-            function = self.rng.choice(functions)
+            types = [t for t in _AGGREGATED_TYPES if self.function in (None, *_FUNCTIONS[t])]
+            name = self._add("a", tuple(types))
+            function = self.function or self.rng.choice(_FUNCTIONS[dict(self.columns)[name]])
             if function != "last_non_null_value" or self.rng.random() < 0.5:
                 self.options[f"fields.{name}.aggregate-function"] = function
             self._summed(name, function)
-            if function in ("max", "min") and self.rng.random() < 0.8:
+            if function in _NOT_RETRACTING and self.rng.random() < 0.8:
                 self.options[f"fields.{name}.ignore-retract"] = "true"
+            if function == "listagg" and self.rng.random() < 0.4:
+                self.options[f"fields.{name}.distinct"] = "true"
         self._sequence_field(0.3)
         self.one_per_commit = "sequence.field" in self.options
         choice = self.rng.random()
@@ -229,16 +269,29 @@ class _Table:
                 0 if name in self.groups else 6,
                 name not in self.without_edges,
                 name not in (*self.groups, self.options.get("sequence.field")),
+                name not in self.without_blanks,
             )
             for name, t in self.columns[1:]
         )
         return kind, (key, *values)
 
 
-def workload(rng: random.Random, keys: int = 5, max_commits: int = 4, max_records: int = 10) -> Workload:
+def aggregated_by() -> tuple[str, ...]:
+    """Every aggregate function the generator draws from."""
+    return tuple(sorted({f for functions in _FUNCTIONS.values() for f in functions}))
+
+
+def workload(
+    rng: random.Random,
+    keys: int = 5,
+    max_commits: int = 4,
+    max_records: int = 10,
+    function: str | None = None,
+) -> Workload:
     """One random table and its commits: inserts, updates with before-images, deletes, duplicate keys
-    inside a commit, out-of-order sequences and NULLs."""
-    table = _Table(rng)
+    inside a commit, out-of-order sequences and NULLs. With `function`, an aggregation table whose
+    every value column aggregates with it."""
+    table = _Table(rng, function)
     live: set[int] = set()  # keys holding a row as far as the generator can tell (for Q2)
     commits = []
     for _ in range(rng.randint(1, max_commits)):

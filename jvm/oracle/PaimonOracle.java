@@ -129,6 +129,7 @@ public final class PaimonOracle {
       return DataTypes.DECIMAL(Integer.parseInt(ps[0].trim()), Integer.parseInt(ps[1].trim()));
     }
     switch (upper) {
+      case "BOOLEAN": return DataTypes.BOOLEAN();
       case "INT": return DataTypes.INT();
       case "BIGINT": return DataTypes.BIGINT();
       case "DOUBLE": return DataTypes.DOUBLE();
@@ -151,6 +152,7 @@ public final class PaimonOracle {
 
   private static Object fromJson(JsonNode v, DataType type) {
     switch (type.getTypeRoot()) {
+      case BOOLEAN: return v.asBoolean();
       case INTEGER: case DATE: return v.asInt();
       case BIGINT: return v.asLong();
       case DOUBLE: return Double.parseDouble(v.asText());
@@ -168,6 +170,7 @@ public final class PaimonOracle {
       return JSON.nullNode();
     }
     switch (type.getTypeRoot()) {
+      case BOOLEAN: return JSON.getNodeFactory().booleanNode((Boolean) value);
       case INTEGER: case DATE: return JSON.getNodeFactory().numberNode((Integer) value);
       case BIGINT: return JSON.getNodeFactory().numberNode((Long) value);
       case DOUBLE: return JSON.getNodeFactory().textNode(Double.toString((Double) value));
