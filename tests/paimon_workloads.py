@@ -162,7 +162,9 @@ class _Table:
         self.columns.append((name, self.rng.choice(types)))
         return name
 
-    def _summed(self, column: str, function: str) -> None:
+    def _restrict_values(self, column: str, function: str) -> None:
+        """Keep out of `column` the values (edges, blanks) on which `function` depends on Paimon's version or
+        on the fold order of a commit (Q6): see the comments above `_value`."""
         if function in ("sum", "product"):
             self.without_edges.add(column)
         if function == "listagg":
@@ -225,7 +227,7 @@ class _Table:
             if numeric and self.rng.random() < 0.6:
                 function = self.rng.choice(["sum", "max", "min"])  # not order-sensitive (Q6)
                 self.options[f"fields.{numeric[0]}.aggregate-function"] = function
-                self._summed(numeric[0], function)
+                self._restrict_values(numeric[0], function)
                 if function in ("max", "min") and self.rng.random() < 0.8:
                     self.options[f"fields.{numeric[0]}.ignore-retract"] = "true"
         self._values(self.rng.randint(0, 2))
@@ -245,7 +247,7 @@ class _Table:
             function = self.function or self.rng.choice(_FUNCTIONS[dict(self.columns)[name]])
             if function != "last_non_null_value" or self.rng.random() < 0.5:
                 self.options[f"fields.{name}.aggregate-function"] = function
-            self._summed(name, function)
+            self._restrict_values(name, function)
             if function in _NOT_RETRACTING and self.rng.random() < 0.8:
                 self.options[f"fields.{name}.ignore-retract"] = "true"
             if function == "listagg" and self.rng.random() < 0.4:

@@ -291,12 +291,9 @@ class WideTableComponent(dg.Component, dg.Resolvable, dg.Model):
             return changed
 
         # The non-preview form of `map_resolved_asset_specs`, which Dagster's post_processing calls too.
-        try:
-            table = table.permissive_map_resolved_asset_specs(func=translated, selection=None)
-        except DeclarationProblem as problem:
-            refuse(problem, self._positions, context.path)
         resources = table_resources(context.project_root, self.lake, self.landing, self.spark)
         try:
+            table = table.permissive_map_resolved_asset_specs(func=translated, selection=None)
             claim_shared_resources(context.component_tree, context.path, resources)
         except DeclarationProblem as problem:
             refuse(problem, self._positions, context.path)
