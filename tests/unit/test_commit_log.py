@@ -4,6 +4,7 @@ Delta tables written by delta-rs (no Spark)."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pyarrow as pa
@@ -45,14 +46,14 @@ def test_commit_marker_round_trips_through_json() -> None:
 
 
 def test_markers_summarize_the_log() -> None:
-    markers = Markers([commit(1, next_id=4), commit(2), commit(3)], [compaction(2)], [Resolution(3, 1, 5)])
+    markers = Markers((commit(1, next_id=4), commit(2), commit(3)), (compaction(2),), (Resolution(3, 1, 5),))
     assert markers.last_commit == 3
     assert markers.compacted_through == 2
     assert markers.unfinished_resolution == Resolution(3, 1, 5)
     assert markers.next_auto_increment == 4
-    finished = Markers(markers.commits, [compaction(2)], [Resolution(2, 2, 0)])
+    finished = Markers(markers.commits, (compaction(2),), (Resolution(2, 2, 0),))
     assert finished.unfinished_resolution is None
-    assert Markers([], [], []).last_commit == 0 and Markers([], [], []).next_auto_increment == 1
+    assert Markers((), (), ()).last_commit == 0 and Markers((), (), ()).next_auto_increment == 1
 
 
 def test_a_committed_offset_is_skipped() -> None:
@@ -101,3 +102,26 @@ def test_commits_the_table_does_not_hold_are_pending(tmp_path: Path) -> None:
     assert log.pending(log.markers()) == [2, 3]
     assert write_log(tmp_path / "u", markers, 3).pending(log.markers()) == []
     assert write_log(tmp_path / "v", markers, None).pending(log.markers()) == [1, 2, 3]
+
+
+def test_markers_are_read_again_for_a_new_version_and_for_a_table_recreated_at_the_same_path(
+    tmp_path: Path,
+) -> None:
+    # Markers are kept per version of a log (`read_markers`): a later version, or another table made at
+    # the same path with the same version numbers, must not be answered from what was kept.
+    table = tmp_path / "t"
+    log = write_log(table, [(Origin.COMMIT, commit(1).to_json())], 1)
+    assert log.markers().last_commit == 1
+    later = pa.table(
+        {
+            "_commit": pa.array([2], pa.int64()),
+            "_origin": [str(Origin.COMMIT)],
+            "_commit_info": [commit(2).to_json()],
+        }
+    )
+    write_deltalake(changelog_path(str(table)), later, mode="append")
+    assert log.markers().last_commit == 2
+    shutil.rmtree(changelog_path(str(table)))
+    log = write_log(table, [(Origin.COMMIT, commit(7).to_json()), (Origin.COMMIT, commit(8).to_json())], 1)
+    write_deltalake(changelog_path(str(table)), later.slice(0, 0), mode="append")
+    assert [c.commit for c in log.markers().commits] == [7, 8]

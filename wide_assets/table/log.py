@@ -8,8 +8,10 @@ and health checks read the markers through delta-rs, so nothing here starts Spar
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from dataclasses import asdict, dataclass
 from enum import StrEnum
+from threading import Lock
 from typing import Any, NamedTuple, Self
 
 from wide_assets.schema import Column
@@ -136,11 +138,11 @@ class Resolution(JsonMarker):
 
 @dataclass(frozen=True)
 class Markers:
-    """Every marker of the log, each kind oldest first."""
+    """Every marker of the log, each kind oldest first (tuples: one read is shared, see `read_markers`)."""
 
-    commits: list[CommitInfo]
-    compactions: list[CompactionInfo]
-    resolutions: list[Resolution]
+    commits: tuple[CommitInfo, ...]
+    compactions: tuple[CompactionInfo, ...]
+    resolutions: tuple[Resolution, ...]
 
     @property
     def last_commit(self) -> int:
@@ -211,12 +213,40 @@ class CommitLog:
         return [c.commit for c in markers.commits if c.commit > applied_through]
 
 
+# A Delta version never changes once committed, so the markers of one version of one log (its
+# metadata id tells a table recreated at the same path apart) are read once per process: a run's
+# assets, checks and sensors ask for the same few versions again and again (276 reads of 29
+# versions in product_360's late-records test).
+_MARKERS_READ: OrderedDict[tuple[str, int, str], Markers] = OrderedDict()
+_MARKERS_KEPT = 64
+_MARKERS_LOCK = Lock()
+
+
 def read_markers(log: Any) -> Markers:
     """Every marker of the log snapshot `log` (a deltalake.DeltaTable)."""
-    rows = log.to_pyarrow_table(
-        columns=["_origin", "_commit_info"],
-        filters=[("_origin", "in", [str(m) for m in MARKERS])],
-    )
+    version = (str(log.table_uri), int(log.version()), str(log.metadata().id))
+    with _MARKERS_LOCK:
+        markers = _MARKERS_READ.get(version)
+        if markers is not None:
+            _MARKERS_READ.move_to_end(version)
+            return markers
+    markers = _parse_markers(log)
+    with _MARKERS_LOCK:
+        _MARKERS_READ[version] = markers
+        while len(_MARKERS_READ) > _MARKERS_KEPT:
+            _MARKERS_READ.popitem(last=False)
+    return markers
+
+
+def _parse_markers(log: Any) -> Markers:
+    import pyarrow as pa
+    from deltalake import QueryBuilder
+
+    # delta-rs's query engine, not `to_pyarrow_table`: 7x faster on a 40-file log (0.018 s against
+    # 0.13 s), and it reads deletion vectors.
+    origins = ", ".join(f"'{m}'" for m in MARKERS)
+    query = f"SELECT _origin, _commit_info FROM log WHERE _origin IN ({origins})"
+    rows = pa.table(QueryBuilder().register("log", log).execute(query).read_all())
     commits, compactions, resolutions = [], [], []
     for origin, text in zip(
         rows.column("_origin").to_pylist(), rows.column("_commit_info").to_pylist(), strict=True
@@ -228,9 +258,9 @@ def read_markers(log: Any) -> Markers:
         else:
             resolutions.append(Resolution.from_json(text))
     return Markers(
-        sorted(commits, key=lambda c: c.commit),
-        sorted(compactions, key=lambda c: c.through),
-        sorted(resolutions, key=lambda r: r.through),
+        tuple(sorted(commits, key=lambda c: c.commit)),
+        tuple(sorted(compactions, key=lambda c: c.through)),
+        tuple(sorted(resolutions, key=lambda r: r.through)),
     )
 
 

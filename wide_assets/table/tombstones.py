@@ -11,6 +11,7 @@ this one, or of this commit's own deletes. docs/semantics.md 7.2.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
@@ -60,7 +61,7 @@ def tombstone_rows(spark: SparkSession, batch: PreparedBatch) -> DataFrame:
     )
 
 
-def first_live_commit(commits: list[CommitInfo], written_at: str, retention_s: float) -> int:
+def first_live_commit(commits: Sequence[CommitInfo], written_at: str, retention_s: float) -> int:
     """The first commit whose tombstones a commit written at `written_at` still honours."""
     cutoff = datetime.fromisoformat(written_at) - timedelta(seconds=retention_s)
     live = [c.commit for c in commits if datetime.fromisoformat(c.written_at) >= cutoff]
@@ -68,7 +69,7 @@ def first_live_commit(commits: list[CommitInfo], written_at: str, retention_s: f
 
 
 def without_tombstoned(
-    storage: Storage, batch: PreparedBatch, info: CommitInfo, commits: list[CommitInfo]
+    storage: Storage, batch: PreparedBatch, info: CommitInfo, commits: Sequence[CommitInfo]
 ) -> PreparedBatch:
     """`batch` without its inserts and updates not newer than their key's latest live tombstone."""
     spec: TableDefinition = storage.definition

@@ -178,11 +178,11 @@ class WideTable:
 
     def commits(self) -> list[CommitInfo]:
         """Every commit's marker, oldest first."""
-        return self._storage.log.markers().commits
+        return list(self._storage.log.markers().commits)
 
     def compactions(self) -> list[CompactionInfo]:
         """Every compaction's marker, oldest first."""
-        return self._storage.log.markers().compactions
+        return list(self._storage.log.markers().compactions)
 
     def pending_commits(self) -> list[int]:
         """Commits logged but not in the Delta table yet: a write-only table's uncompacted fragments, or
