@@ -35,6 +35,8 @@ def test_product_360_job_and_refusals_through_a_jvm_spark_connect_server_on_a_cl
     assert_equals_the_oracle(spark, lake)
     log = server.log.read_text(errors="replace")
     assert "Spark Connect server started" in log
+    # Every service of the local cluster (master, workers, their web UIs) stayed on loopback.
+    assert "Bound WorkerWebUI to 127.0.0.1" in log and "0.0.0.0" not in log, "a service bound outward"
     # The job's tasks ran in both executor JVMs, not in the server's own (its INFO log names each).
     for executor in ("0", "1"):
         assert re.search(rf"Finished task .* \(executor {executor}\)", log), (

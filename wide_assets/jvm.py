@@ -28,6 +28,7 @@ __all__ = [
     "connect_server",
     "delta_conf",
     "delta_jars",
+    "loopback_env",
 ]
 
 # In step with jvm/pom.xml (tests/unit/test_jvm.py holds them together): Delta for Spark 4.0.x, built
@@ -84,6 +85,17 @@ def delta_conf(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     jars = delta_jars(environ)
     loaded = {"spark.jars": ",".join(jars)} if jars else {"spark.jars.packages": ",".join(DELTA_PACKAGES)}
     return {**loaded, **_DELTA_SESSION}
+
+
+def loopback_env(master: str, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """`SPARK_LOCAL_IP=127.0.0.1` for a master on this machine (`local[...]`, `local-cluster[...]`) unless
+    the environment names an address: without it Spark binds the driver, a local cluster's master and
+    workers to the host's outward address and their web UIs to 0.0.0.0. A remote master's executors
+    must reach the driver, so `spark://...` keeps Spark's own choice."""
+    env = os.environ if environ is None else environ
+    return (
+        {"SPARK_LOCAL_IP": "127.0.0.1"} if master.startswith("local") and "SPARK_LOCAL_IP" not in env else {}
+    )
 
 
 def _jar_names() -> list[str]:
@@ -150,7 +162,11 @@ def connect_server(
     """Start a JVM Spark Connect server with Delta, wait until it accepts connections, stop it on exit."""
     port = _free_port() if port is None else port
     command = server_command(port, master, conf or {})
-    env = {**os.environ, "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)}
+    env = {
+        **os.environ,
+        "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
+        **loopback_env(master),
+    }
     with log.open("wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
     server = ConnectServer(process, port, log)

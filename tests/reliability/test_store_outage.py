@@ -184,8 +184,9 @@ def test_a_store_failure_staging_the_input_is_a_store_error(
 
 WRITER = """
 import sys, time
+from pathlib import Path
 from wide_assets import WideTable, get_spark
-path, writes, kind = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+path, least, stop, kind = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3]), sys.argv[4]
 spark = get_spark()
 def rows():
     if kind == "pandas":
@@ -203,8 +204,10 @@ def retried(call):
             print("retry", type(error).__name__, str(error)[:160], flush=True)
             time.sleep(0.5)
 table = retried(lambda: WideTable.create(spark, path, [("k", "int"), ("n", "bigint")], ["k"], SUM))
-for write in range(writes):
+write = 0
+while write < least or not stop.exists():  # writing through every outage, until told to stop
     result = retried(lambda: table.write(rows()))
+    write += 1
     print("wrote", write, "commit", result.commit, "pending", result.applied_later, flush=True)
 retried(table.recover)
 print("done", flush=True)
@@ -216,7 +219,9 @@ def test_writes_through_s3_outages_apply_each_write_once(tmp_path: Path) -> None
     """Writers that retry every error, without a transaction id, while the S3 server is killed and
     restarted under them (same port, same data): every write is applied exactly once, whatever the
     input (pandas and Arrow rows are staged in the store, and their staged copy deleted after the
-    commit). One writer per kind of input, each on a table of its own, all through the same outages."""
+    commit). One writer per kind of input, each on a table of its own, all through the same outages;
+    the writers go on until the last outage is over, then the table must hold each write they
+    reported, once."""
     import os
     import subprocess
     import sys
@@ -225,15 +230,16 @@ def test_writes_through_s3_outages_apply_each_write_once(tmp_path: Path) -> None
     from deltalake import DeltaTable, QueryBuilder
     from servers import free_ports, patched_environ, seaweedfs
 
-    writes, outages = 24, 3
+    least, outages = 4, 3
     root, ports = tmp_path / "s3", free_ports(8)
     root.mkdir()
+    stop = tmp_path / "stop"
     logs = {kind: tmp_path / f"writer-{kind}.log" for kind in INPUTS}
     with seaweedfs(root, "outage", ports) as endpoint:
         env = {**os.environ, **endpoint.env, "RUST_LOG": "error"}
         writers = {
             kind: subprocess.Popen(
-                [sys.executable, "-c", WRITER, endpoint.uri(kind), str(writes), kind],
+                [sys.executable, "-c", WRITER, endpoint.uri(kind), str(least), str(stop), kind],
                 stdout=log.open("w"),
                 stderr=subprocess.STDOUT,
                 env=env,
@@ -253,10 +259,12 @@ def test_writes_through_s3_outages_apply_each_write_once(tmp_path: Path) -> None
         with seaweedfs(root, "outage", ports):
             time.sleep(10)
     with seaweedfs(root, "outage", ports), patched_environ(endpoint.env):
+        stop.touch()
         for kind, writer in writers.items():
             exit_code = writer.wait(timeout=900)
             output = f"{kind} writer: {logs[kind].read_text()[-3000:]}"
             assert exit_code == 0 and "done" in output and lines_starting(logs[kind], "retry ") > 0, output
+            writes = lines_starting(logs[kind], "wrote ")
             table = WideTable.open(None, endpoint.uri(kind))
             assert [c.commit for c in table.commits()] == list(range(1, writes + 1)), output
             assert table.pending_commits() == [], output
