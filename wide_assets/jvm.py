@@ -88,14 +88,14 @@ def delta_conf(environ: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def loopback_env(master: str, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """`SPARK_LOCAL_IP=127.0.0.1` for a master on this machine (`local[...]`, `local-cluster[...]`) unless
-    the environment names an address: without it Spark binds the driver, a local cluster's master and
-    workers to the host's outward address and their web UIs to 0.0.0.0. A remote master's executors
-    must reach the driver, so `spark://...` keeps Spark's own choice."""
+    """`SPARK_LOCAL_IP=127.0.0.1` for a standalone cluster on this machine (`local-cluster[...]`) unless
+    the environment names an address: without it Spark binds the cluster's master and workers to the
+    host's outward address and their web UIs to 0.0.0.0. `local[N]` (no web UI: `spark.ui.enabled` is
+    off) keeps Spark's own choice, since loopback made its small jobs slower here (docs/deploy.md), and
+    so does a remote master, whose executors must reach the driver."""
     env = os.environ if environ is None else environ
-    return (
-        {"SPARK_LOCAL_IP": "127.0.0.1"} if master.startswith("local") and "SPARK_LOCAL_IP" not in env else {}
-    )
+    on_this_machine = master.startswith("local-cluster[")
+    return {"SPARK_LOCAL_IP": "127.0.0.1"} if on_this_machine and "SPARK_LOCAL_IP" not in env else {}
 
 
 def _jar_names() -> list[str]:

@@ -283,7 +283,7 @@ def _create_classic(settings: EngineSettings) -> SparkSession:
             "call wide_assets.session.stop_spark() first"
         )
 
-    # Read by the JVM this session starts (and a local cluster's workers): a local master stays on loopback.
+    # Read by the JVM this session starts and a local cluster's workers: such a cluster stays on loopback.
     os.environ.update(jvm.loopback_env(settings.master))
     builder = ClassicSparkSession.builder.master(settings.master).appName("wide_assets")
     delta = jvm.delta_conf() if settings.with_delta else {}
