@@ -91,8 +91,8 @@ def loopback_env(master: str, environ: Mapping[str, str] | None = None) -> dict[
     """`SPARK_LOCAL_IP=127.0.0.1` for a standalone cluster on this machine (`local-cluster[...]`) unless
     the environment names an address: without it Spark binds the cluster's master and workers to the
     host's outward address and their web UIs to 0.0.0.0. `local[N]` (no web UI: `spark.ui.enabled` is
-    off) keeps Spark's own choice, since loopback made its small jobs slower here (docs/deploy.md), and
-    so does a remote master, whose executors must reach the driver."""
+    off) keeps Spark's own choice until loopback's cost there is settled (docs/deploy.md), and so does a
+    remote master, whose executors must reach the driver."""
     env = os.environ if environ is None else environ
     on_this_machine = master.startswith("local-cluster[")
     return {"SPARK_LOCAL_IP": "127.0.0.1"} if on_this_machine and "SPARK_LOCAL_IP" not in env else {}
