@@ -4,6 +4,8 @@ rows for a commit, and one append of entries plus their marker (its markers, rea
 
 from __future__ import annotations
 
+from typing import Any
+
 from pyspark.sql import DataFrame
 
 from wide_assets.changelog import without_before_images
@@ -11,24 +13,58 @@ from wide_assets.errors import merge_errors
 from wide_assets.merge import changelog_read_from_merge
 from wide_assets.schema import Column
 from wide_assets.sql import columns, quote, string_literal
-from wide_assets.table import arbiter
+from wide_assets.table import arbiter, delta_log
 from wide_assets.table.files import write_files
 from wide_assets.table.log import LOG_INFO, LOG_POSITION, LogSnapshot, Origin
 from wide_assets.table.objects import TableFiles
 from wide_assets.table.storage import Storage
 
 
-def log_frame(storage: Storage) -> DataFrame:
+def log_frame(
+    storage: Storage, first: int | None = None, last: int | None = None, origin: Origin | None = None
+) -> DataFrame:
     """The commit log as it is now (pinned: later appends do not change what this frame reads): its
-    live files, listed by delta-rs, read as Parquet. The log has no deletion vectors, partitions or
-    column mapping, so this is what a Delta reader returns; but delta-spark rebuilt a snapshot's state
-    in Spark jobs for every version it was pinned at, so each write paid for it (`bench.jvm_write_jobs`:
-    22 jobs and 8.1-9.9 s per warm 20-row write through it, 17 jobs and 6.4-8.3 s without)."""
+    live files, listed by delta-rs, read as Parquet; only those that can hold rows of commits
+    [first, last] of `origin` when they are given (the caller still filters the rows). The log has no
+    deletion vectors, partitions or column mapping, so this is what a Delta reader returns; but
+    delta-spark rebuilt a snapshot's state in Spark jobs for every version it was pinned at, so each
+    write paid for it (`bench.jvm_write_jobs`: 22 jobs and 8.1-9.9 s per warm 20-row write through
+    it, 17 jobs and 6.4-8.3 s without)."""
     schema = log_schema(storage)
-    live = arbiter.open_table(storage.changelog_path).file_uris()
+    live = log_files(storage, first, last, origin)
     if not live:
         return storage.spark.createDataFrame([], schema)
     return storage.spark.read.schema(schema).parquet(*live)
+
+
+def log_files(
+    storage: Storage, first: int | None = None, last: int | None = None, origin: Origin | None = None
+) -> list[str]:
+    """The URIs of the log's live files, but for those whose add action's statistics (every log file
+    carries its minimum and maximum `_commit` and `_origin`) rule out commits [first, last] of
+    `origin`; a file without them is kept. The log gains a few files a commit: a write that read every
+    one of them grew slower with every commit before it (`bench.log_growth`, docs/performance.md)."""
+    import pyarrow as pa
+
+    files = TableFiles(storage.changelog_path)
+    actions = pa.table(arbiter.open_table(storage.changelog_path).get_add_actions(flatten=True))
+    bounds = [("_commit", first, last), ("_origin", origin, origin)]
+
+    def may_hold(file: dict[str, Any]) -> bool:
+        for column, low, high in bounds:
+            least, most = file.get(f"min.{column}"), file.get(f"max.{column}")
+            if least is None or most is None:
+                continue
+            if (high is not None and least > high) or (low is not None and most < low):
+                return False
+        return True
+
+    wanted = [
+        name
+        for name in ("path", *(f"{e}.{c}" for c, _, _ in bounds for e in ("min", "max")))
+        if name in actions.column_names
+    ]
+    return [files.uri(f["path"]) for f in actions.select(wanted).to_pylist() if may_hold(f)]
 
 
 def log_columns(storage: Storage) -> list[Column]:
@@ -46,7 +82,7 @@ def log_entries(storage: Storage, commits: list[int], origin: Origin) -> DataFra
     return storage.spark.sql(
         f"SELECT * FROM {{log}} WHERE _commit BETWEEN {min(commits)} AND {max(commits)} "
         f"AND _origin = {string_literal(origin)}",
-        log=log_frame(storage),
+        log=log_frame(storage, min(commits), max(commits), origin),
     )
 
 
@@ -87,3 +123,4 @@ def append_log(
     with merge_errors():
         written = [w for part in (marker, *parts) for w in write_files(part.select(*marker.columns), files)]
     arbiter.append_files(log.table, written)
+    delta_log.checkpoint_if_due(storage.changelog_path, log.version + 1)

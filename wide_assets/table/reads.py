@@ -65,15 +65,17 @@ class Reader:
             origin = Origin.INPUT
         if merge.changelog_at_compaction:
             origin = Origin.COMPACTED
+        first = int(start_commit) if start_commit is not None else None
+        last = int(end_commit) if end_commit is not None else None
         conditions = [f"_origin = {string_literal(origin)}"]
-        if start_commit is not None:
-            conditions.append(f"_commit >= {int(start_commit)}")
-        if end_commit is not None:
-            conditions.append(f"_commit <= {int(end_commit)}")
+        if first is not None:
+            conditions.append(f"_commit >= {first}")
+        if last is not None:
+            conditions.append(f"_commit <= {last}")
         entries = storage.spark.sql(
             f"SELECT _row_kind, {columns(storage.definition.column_names)}, _commit, _offset FROM {{log}} "
             f"WHERE {' AND '.join(conditions)}",
-            log=log_frame(storage),
+            log=log_frame(storage, first, last, origin),
         )
         if merge.row_deduplicate and merge.row_deduplicate_ignore_fields and origin == Origin.MERGED:
             entries = without_ignored_updates(storage.spark, storage.definition, entries)

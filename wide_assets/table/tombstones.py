@@ -84,7 +84,7 @@ def without_tombstoned(
         f"SELECT {keys}, {deleted} AS _deleted FROM {{log}} "
         f"WHERE _origin = '{Origin.TOMBSTONE}' AND _commit >= {first} AND _commit < {info.commit} "
         f"UNION ALL SELECT {keys}, {deleted} AS _deleted FROM {{deletes}}) GROUP BY {keys}",
-        log=log_frame(storage),
+        log=log_frame(storage, first, info.commit - 1, Origin.TOMBSTONE),
         deletes=tombstone_rows(spark, batch),
     )
     join = " AND ".join(f"b.{quote(k)} = t.{quote(k)}" for k in spec.primary_key)
