@@ -59,12 +59,10 @@ def log_files(
                 return False
         return True
 
-    wanted = [
-        name
-        for name in ("path", *(f"{e}.{c}" for c, _, _ in bounds for e in ("min", "max")))
-        if name in actions.column_names
-    ]
-    return [files.uri(f["path"]) for f in actions.select(wanted).to_pylist() if may_hold(f)]
+    # Only the statistics compared: a wide table's log has a minimum and maximum for every column.
+    statistics = [f"{end}.{column}" for column, _, _ in bounds for end in ("min", "max")]
+    kept = ["path", *(name for name in statistics if name in actions.column_names)]
+    return [files.uri(f["path"]) for f in actions.select(kept).to_pylist() if may_hold(f)]
 
 
 def log_columns(storage: Storage) -> list[Column]:
