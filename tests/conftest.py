@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine import ENGINE, JVM
+from engine import ENGINE, JVM, WHOLE_JVM_TIER
 from servers import S3Endpoint, patched_environ, seaweedfs
 
 from wide_assets import WideTable
@@ -29,9 +29,6 @@ os.environ.setdefault("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1")
 # each file (the first, fourth, ...) and deselects the others (`pytest --collect-only` counts them);
 # `WIDE_ASSETS_JVM_FUNCTIONS=all` runs every one.
 JVM_ENGINE_EVERY = 1 if os.environ.get("WIDE_ASSETS_JVM_FUNCTIONS") == "all" else 3
-# Tests marked `whole_jvm_tier` repeat, in another JVM shape, what a bounded test already runs (their
-# files say which); deselected unless `WIDE_ASSETS_JVM_TIER=all`, as test_jvm_delta.py's whole tier is.
-WHOLE_JVM_TIER = os.environ.get("WIDE_ASSETS_JVM_TIER") == "all"
 # The longest files, longest first (per-file test time of a whole run, `--junitxml`): collected
 # first, they start first under `--dist loadfile --no-loadscope-reorder` (`make test`), so the run
 # does not end with one worker on a 10-minute file while the other idles.
@@ -51,6 +48,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     seen: dict[str, int] = {}
     dropped = []
     for item in items:
+        # Marked tests repeat, in another JVM shape, what a bounded test already runs (their files say
+        # which), as test_jvm_delta.py's whole tier does.
         if not WHOLE_JVM_TIER and item.get_closest_marker("whole_jvm_tier") is not None:
             dropped.append(item)
             continue

@@ -10,6 +10,7 @@ configure the embedded engine as usual.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from wide_assets.session import EngineSettings
@@ -17,7 +18,7 @@ from wide_assets.session import EngineSettings
 if TYPE_CHECKING:
     from wide_assets.pipelines.resources import SparkEngine
 
-__all__ = ["ENGINE", "JVM", "spark_resource"]
+__all__ = ["ENGINE", "JVM", "WHOLE_JVM_TIER", "spark_resource"]
 
 
 def _engine_under_test() -> EngineSettings:
@@ -31,6 +32,9 @@ ENGINE = _engine_under_test()
 # Classic JVM Spark with Delta: the `jvm_spark` fixture, and `spark` itself when ENGINE is classic (a
 # process has one SparkContext, whose jars and master are fixed when it starts).
 JVM = ENGINE if ENGINE.engine == "classic" else EngineSettings(engine="classic", with_delta=True)
+# The JVM tests run in a bounded form in `make test` (a small JVM write takes seconds);
+# `WIDE_ASSETS_JVM_TIER=all` runs them whole (each bounded test says what it leaves out).
+WHOLE_JVM_TIER = os.environ.get("WIDE_ASSETS_JVM_TIER") == "all"
 
 
 def spark_resource() -> SparkEngine:

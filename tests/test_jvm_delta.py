@@ -13,10 +13,10 @@ describes and maintains our tables in `test_delta_spark_interop.py`.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
+from engine import WHOLE_JVM_TIER
 from test_distributed import run_modules
 
 pytestmark = [pytest.mark.jvm, pytest.mark.slow]
@@ -47,7 +47,7 @@ WHOLE_TIER = (
     "tests/test_history.py",
     "tests/test_tombstones.py",
 )
-JVM_TIER = WHOLE_TIER if os.environ.get("WIDE_ASSETS_JVM_TIER") == "all" else BOUNDED_TIER
+JVM_TIER = WHOLE_TIER if WHOLE_JVM_TIER else BOUNDED_TIER
 
 
 def test_the_jvm_tier_on_classic_spark_with_delta(tmp_path: Path) -> None:
