@@ -147,7 +147,7 @@ def write(
         if not storage.definition.merge.write_only:
             finish(storage, info.commit)
         counted = result(storage, info, commit_counts(storage, info.commit), recovered=recovered)
-        return replace(counted, version=storage.version, conflicts=conflicts)
+        return replace(counted, conflicts=conflicts)
     except Exception as error:  # whatever failed, the commit stands and whoever catches up applies it
         logger.warning("%s: commit %d stands; applying it failed: %s", storage.path, info.commit, error)
         return pending_result(storage, info, conflicts, error)
@@ -301,8 +301,9 @@ def finish(storage: Storage, commit: int) -> None:
 
     def attempt() -> None:
         log = storage.log.snapshot()
-        if arbiter.applied_through(arbiter.open_table(storage.path)) < commit:
-            catch_up(storage, log.markers)
+        table = arbiter.open_table(storage.path)
+        if arbiter.applied_through(table) < commit:
+            catch_up(storage, log.markers, table)
 
     arbiter.retrying(attempt, f"applying commit {commit} to {storage.path}")
     faults.checkpoint("after-table-commit")

@@ -24,11 +24,12 @@ from wide_assets.table.storage import Storage
 from wide_assets.table.table_writes import apply_images
 
 
-def catch_up(storage: Storage, markers: Markers) -> tuple[Any, bool]:
+def catch_up(storage: Storage, markers: Markers, table: Any | None = None) -> tuple[Any, bool]:
     """The Delta table pinned at a snapshot that holds everything `markers` decided it must hold
     (every commit; for a write-only table, every resolved compaction), applying what it lacks first;
-    and whether anything was applied. Raises `Conflict` if the table moved on meanwhile."""
-    table = arbiter.open_table(storage.path)
+    and whether anything was applied. `table`: the latest snapshot, when the caller just opened it.
+    Raises `Conflict` if the table moved on meanwhile."""
+    table = arbiter.open_table(storage.path) if table is None else table
     applied = arbiter.applied_through(table)
     if storage.definition.merge.write_only:
         resolution = markers.resolutions[-1] if markers.resolutions else None
