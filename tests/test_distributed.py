@@ -29,8 +29,8 @@ MODULES = ("tests/test_conformance.py", "tests/test_product_360.py", "tests/test
 WORKERS = 2
 CHILD_TIMEOUT_S = 1800
 # product_360's five runs of late, out-of-order and deleted records are the longest test of each child
-# (104 of the local-cluster child's 266 test-seconds, 100 of the Connect child's, in CI's runs), and
-# repeat on the same engine what the main suite runs in one process; the conformance cases and the
+# (104 of the local-cluster child's 266 test-seconds in a whole run here), and repeat on the same
+# engine what the main suite runs in one process; the conformance cases and the
 # rest of product_360 carry the merge across workers and the wire. `WIDE_ASSETS_DISTRIBUTED=all` runs
 # them in both children.
 MAIN_SUITE_REPEATS = (

@@ -140,7 +140,7 @@ def write(
             write_id=write_id,
         ) from error
     if isinstance(outcome, WriteResult):  # skipped: its transaction id was committed before
-        return replace(outcome, version=storage.version, conflicts=conflicts)
+        return replace(outcome, conflicts=conflicts)
     info, recovered = outcome
     try:
         # Past the commit point nothing may raise: a caller's retry would apply the write twice.
