@@ -257,7 +257,7 @@ BAD: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
             options={"merge-engine": "aggregation", "fields.points.aggregate-function": "sum"}
         ),
         "table my_table: no convergence check can be generated: column name of an aggregation table has "
-        "the function last_non_null_value; the oracle folds sum, max, min only",
+        "the function last_non_null_value; the oracle folds sum, max, min, listagg, string_agg, rbm32, rbm64 only",
     ),
     "unknown source default": (
         lambda d: d["attributes"].update(source_defaults={"op_tme": "changed_at"}),
@@ -874,6 +874,22 @@ def test_convergence_fails_when_the_options_do_not_mean_what_the_declaration_say
     else:
         assert not result.success and not convergence.passed and name == "A. King"
         assert convergence.metadata["differing_keys_by_column"].value == {"name": 1, "profile_ts": 1}
+
+
+def test_a_listagg_column_keeps_its_convergence_check_which_replays_the_late_record(
+    spark: Any, sandbox: DefsFolderSandbox, tmp_path: Path
+) -> None:
+    """`listagg` no longer turns the check off: by hand, the late 08:00 name is prepended (P8)."""
+    path, doc = scaffold(sandbox)
+    for name, content in LATE_PROFILES.items():
+        (sandbox.project_root / "data" / name).write_text(content, "utf-8")
+    _table(doc)["options"]["fields.name.aggregate-function"] = "listagg"
+    deployment = lake(spark, sandbox, build(sandbox, path, doc), tmp_path)
+    result = deployment.run()
+    convergence = evaluations(result)["converges_to_source_join"]
+    name = {r[0]: r[1] for r in deployment.rows(spark, "my_table/my_table")}["c1"]
+    assert result.success and convergence.passed, convergence.metadata
+    assert name == "A. King,Ada,Ada Lovelace"
 
 
 def test_a_failed_blocking_check_says_the_history_is_not_materialized(

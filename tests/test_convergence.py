@@ -1,12 +1,16 @@
 """The convergence check's oracle states docs/semantics.md: it passes a correctly merged table where an
 older update after a delete brings the row back (P11) and where a column is a `sum`, and fails a table
-merged otherwise.
+merged otherwise. It replays `listagg` and `rbm32` in the order applied (an older record prepended),
+over hand-written runs and random ones with late records, retractions and blank values.
 
-Oracle of the oracle: the rows written here by hand from the landed records.
+Oracle of the oracle: the rows written here by hand from the landed records, and a plain-Python fold
+of the random runs (`replayed_by_hand`).
 """
 
 from __future__ import annotations
 
+import random
+import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -16,7 +20,7 @@ from deltalake import DeltaTable
 from test_run_order import OPTIONS, ORDERS, PAYMENTS
 from test_run_order import spec as declared_by
 
-from wide_assets.pipelines import WideTableSpec
+from wide_assets.pipelines import SourceSpec, WideTableSpec
 from wide_assets.pipelines.apply import apply_sources, open_wide_table
 from wide_assets.pipelines.checks import keyed_diff
 from wide_assets.pipelines.convergence import applied_in_commits, convergence_problem, expected_rows
@@ -130,3 +134,218 @@ def test_fails_a_table_whose_options_merge_otherwise(
     diff = verdict(spark, spec(SUMMED), merged_by, applied)
     assert not diff.passed
     assert (dict(diff.differing), diff.unexpected) == differing
+
+
+# A listagg column in a sequence group and an rbm32 column of an aggregation-free group, fed by two
+# sources whose records land out of op-time order across and within runs. Paimon folds a record older
+# than its group's sequence in reverse (`aggReversed`: prepended), and ORs bitmaps in any order.
+REMARKS = SourceSpec(
+    name="remarks",
+    description="Free-text remarks per order.",
+    files=("remarks/*.csv",),
+    columns=(("order_id", "bigint"), ("remark", "string"), ("ts", "timestamp_ntz")),
+    primary_key=("order_id",),
+    feeds={"remark": "remarks", "ts": "remark_ts"},
+    op_time="ts",
+    deletes="clear-columns",
+)
+VISITS = SourceSpec(
+    name="visits",
+    description="The pages seen per order, as RoaringBitmap32s.",
+    files=("visits/*.parquet",),
+    format="parquet",
+    columns=(("order_id", "bigint"), ("pages", "binary"), ("ts", "timestamp_ntz")),
+    primary_key=("order_id",),
+    feeds={"pages": "pages", "ts": "visit_ts"},
+    op_time="ts",
+    deletes="clear-columns",
+)
+REPLAYED = WideTableSpec(
+    name="order_notes",
+    description="Per order: its remarks, in op-time order, and the pages seen.",
+    group="order_notes",
+    columns=(
+        ("order_id", "bigint"),
+        ("remarks", "string"),
+        ("remark_ts", "timestamp_ntz"),
+        ("pages", "binary"),
+        ("visit_ts", "timestamp_ntz"),
+    ),
+    primary_key=("order_id",),
+    options={
+        "merge-engine": "partial-update",
+        "fields.remark_ts.sequence-group": "remarks",
+        "fields.remarks.aggregate-function": "listagg",
+        "fields.remarks.ignore-retract": "true",
+        "fields.visit_ts.sequence-group": "pages",
+        "fields.pages.aggregate-function": "rbm32",
+        "fields.pages.ignore-retract": "true",
+    },
+    sources=(REMARKS, VISITS),
+)
+# Per run and source: (kind, order, remark or pages, minute).
+REPLAYED_RUNS: list[dict[str, list[tuple[str, int, Any, int]]]] = [
+    {
+        "remarks": [("+I", 1, "a", 2), ("+I", 1, "b", 5), ("+I", 2, "x", 4), ("+I", 2, "y", 1)],
+        "visits": [("+I", 1, [3, 2**31 + 7], 3), ("+I", 2, [1], 9)],
+    },
+    {
+        "remarks": [("+I", 1, "c", 3), ("-D", 1, "b", 7), ("+I", 1, "d", 6), ("+I", 2, "z", 8)],
+        "visits": [("+I", 1, [2, 5], 1), ("-D", 2, [1], 10)],
+    },
+]
+# By hand: order 1's "c" (10:03) is older than "b" (10:05) and is prepended; its retraction at 10:07
+# advances the group's sequence, so "d" (10:06) is prepended too; order 2's "y" lands after "x".
+REPLAYED_EXPECTED = {
+    (1, "d,c,a,b", t(7), (2, 3, 5, 2**31 + 7), t(3)),
+    (2, "y,x,z", t(8), (1,), t(10)),
+}
+
+
+def replayed_table(spark: Any, tmp_path: Path) -> tuple[WideTable, dict[str, Any]]:
+    """REPLAYED after REPLAYED_RUNS, and each source's applied records with their commits."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyroaring import BitMap
+
+    landing, lake = tmp_path / "landing", tmp_path / "lake"
+    table = open_wide_table(spark, REPLAYED, str(lake / REPLAYED.name))
+    paths = {s.name: str(lake / s.name) for s in REPLAYED.sources}
+    for number, run in enumerate(REPLAYED_RUNS, start=1):
+        for name, records in run.items():
+            (landing / name).mkdir(parents=True, exist_ok=True)
+            if name == "remarks":
+                lines = [f"{k},{o},{v},2026-01-01 10:{m:02d}:00" for k, o, v, m in records]
+                text = "\n".join(["_row_kind,order_id,remark,ts", *lines]) + "\n"
+                (landing / name / f"{name}_{number}.csv").write_text(text, "utf-8")
+                continue
+            frame = pa.table(
+                {
+                    "_row_kind": [k for k, *_ in records],
+                    "order_id": [o for _, o, _, _ in records],
+                    "pages": pa.array([BitMap(v).serialize() for _, _, v, _ in records], pa.binary()),
+                    "ts": pa.array([t(m) for *_, m in records], pa.timestamp("us")),
+                }
+            )
+            pq.write_table(frame, landing / name / f"{name}_{number}.parquet")
+        for source in REPLAYED.sources:
+            ingest(spark, source, landed_files(landing, source), paths[source.name])
+        apply_sources(spark, REPLAYED, table, paths)
+    applied = {
+        name: applied_in_commits(spark, table, name, spark.read.format("delta").load(path))
+        for name, path in paths.items()
+    }
+    return table, applied
+
+
+def test_replays_listagg_and_rbm32_in_the_order_applied_and_fails_another_order(
+    spark: Any, tmp_path: Path
+) -> None:
+    from pyroaring import BitMap
+
+    assert convergence_problem(REPLAYED) is None
+    table, applied = replayed_table(spark, tmp_path)
+    rows = {
+        (r.order_id, r.remarks, r.remark_ts, tuple(BitMap.deserialize(bytes(r.pages))), r.visit_ts)
+        for r in table.read().collect()
+    }
+    assert rows == REPLAYED_EXPECTED
+    diff = verdict(spark, REPLAYED, table, applied)
+    assert diff.passed, diff.examples
+    assert diff.rows == len(REPLAYED_EXPECTED)
+    # The same remarks appended in op-time order, and a bitmap missing a page, are not what was declared.
+    DeltaTable(table.path).update(predicate="order_id = 1", updates={"remarks": "'a,b,c,d'"})
+    page_2 = "X'3A3000000100000000000000100000000200'"  # BitMap([2]).serialize()
+    DeltaTable(table.path).update(predicate="order_id = 2", updates={"pages": page_2})
+    diff = verdict(spark, REPLAYED, table, applied)
+    assert (diff.passed, dict(diff.differing)) == (False, {"remarks": 1, "pages": 1})
+
+
+def random_runs(seed: int, keys: int = 12) -> list[dict[str, list[tuple[str, int, Any, int]]]]:
+    """Three runs of REPLAYED's sources: remarks and pages at random minutes (so records land late,
+    within a run and across runs), an op time repeated, blank remarks, retractions."""
+    rng = random.Random(seed)
+    runs: list[dict[str, list[tuple[str, int, Any, int]]]] = [{"remarks": [], "visits": []} for _ in range(3)]
+    for key in range(1, keys + 1):
+        for _ in range(rng.randint(1, 6)):
+            run = runs[rng.randrange(3)]
+            kind = "-D" if rng.random() < 0.15 else "+I"
+            minute = rng.randrange(20)
+            if rng.random() < 0.6:
+                remark = rng.choice(["a", "b", "c", " ", "d e"])
+                run["remarks"].append((kind, key, remark, minute))
+            else:
+                run["visits"].append((kind, key, rng.sample([0, 1, 2, 2**31, 2**32 - 1], 2), minute))
+    return runs
+
+
+def listagg(held: str | None, value: str | None) -> str | None:
+    """Paimon's `FieldListaggAgg.agg`: a NULL or blank value keeps what is held, a NULL or blank held
+    value is replaced; an older record's fold is `listagg(value, held)` (`aggReversed`)."""
+    if value is None or not value.strip():
+        return held
+    if held is None or not held.strip():
+        return value
+    return f"{held},{value}"
+
+
+def replayed_by_hand(runs: list[dict[str, list[tuple[str, int, Any, int]]]]) -> set[tuple[Any, ...]]:
+    """REPLAYED's rows, folded here one record at a time per key and source in landing order: a record
+    older than the group's sequence so far is prepended (listagg) or ORed (rbm32); a retraction only
+    advances the sequence (ignore-retract), and is lost on a key with no row before its run and no
+    insert in it (P12); a record identical to one landed before is a redelivery (ingest drops it); no insert, no row."""
+    state: dict[int, dict[str, Any]] = {}
+    landed: set[tuple[Any, ...]] = set()
+    for run in runs:
+        inserted = {key for records in run.values() for kind, key, *_ in records if kind == "+I"}
+        for source, records in run.items():
+            for kind, key, value, minute in records:
+                if (source, kind, key, str(value), minute) in landed:
+                    continue
+                landed.add((source, kind, key, str(value), minute))
+                if key not in state and key not in inserted:
+                    continue
+                row = state.setdefault(
+                    key, {"remarks": None, "remark_ts": None, "pages": None, "visit_ts": None}
+                )
+                seq_name = "remark_ts" if source == "remarks" else "visit_ts"
+                newer = row[seq_name] is None or t(minute) >= row[seq_name]
+                if newer:
+                    row[seq_name] = t(minute)
+                if kind == "-D":
+                    continue
+                if source == "visits":
+                    row["pages"] = sorted(set(row["pages"] or []) | set(value))
+                    continue
+                held = row["remarks"]
+                # An older blank remark is skipped too (V1: a blank input never becomes the value).
+                older = held if value is None or not value.strip() else listagg(value, held)
+                row["remarks"] = listagg(held, value) if newer else older
+    return {
+        (key, r["remarks"], r["remark_ts"], None if r["pages"] is None else tuple(r["pages"]), r["visit_ts"])
+        for key, r in state.items()
+    }
+
+
+@pytest.mark.parametrize("seed", [3, 11, 23])
+def test_random_late_records_replay_as_folded_by_hand(
+    spark: Any, tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pyroaring import BitMap
+
+    runs = random_runs(seed)
+    monkeypatch.setattr(sys.modules[__name__], "REPLAYED_RUNS", runs)
+    table, applied = replayed_table(spark, tmp_path)
+    rows = {
+        (
+            r.order_id,
+            r.remarks,
+            r.remark_ts,
+            None if r.pages is None else tuple(BitMap.deserialize(bytes(r.pages))),
+            r.visit_ts,
+        )
+        for r in table.read().collect()
+    }
+    assert rows == replayed_by_hand(runs)
+    diff = verdict(spark, REPLAYED, table, applied)
+    assert diff.passed, diff.examples

@@ -22,6 +22,7 @@ from wide_assets.sql import columns, key_join, quote, string_literal
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from wide_assets.options.common import MergeOptions
     from wide_assets.session import SparkSession
     from wide_assets.table import WideTable, WriteResult
 
@@ -38,6 +39,7 @@ __all__ = [
     "key_report",
     "open_wide_table",
     "pending_records",
+    "retraction_effect",
     "source_changes",
 ]
 
@@ -245,14 +247,15 @@ def _apply_in_time_order(
     return dict(plan.unordered)
 
 
-def _cleared_by_insert(spec: WideTableSpec, source: SourceSpec, table: WideTable) -> tuple[str, ...] | None:
+def _cleared_by_insert(
+    spec: WideTableSpec, source: SourceSpec, merge: MergeOptions
+) -> tuple[str, ...] | None:
     """The columns a retraction of `source` clears, when an insert of NULLs in them with the record's
     sequence fields does what the retraction does (P7 and P10 on sequence groups without an aggregate
     function, in a Paimon partial-update table whose retractions neither remove rows nor are ignored),
     except that it also makes the row (`run_order.CLEAR`); else None. Not under durable tombstones:
     they drop inserts (T2), so another source's insert may make no row, and the written insert itself
     may be dropped where the retraction would not be."""
-    merge = table.definition.merge
     if (
         merge.dialect != "paimon"
         or merge.engine != "partial-update"
@@ -282,7 +285,7 @@ def _as_inserts(
     spec: WideTableSpec, source: SourceSpec, table: WideTable, changes: DataFrame, offsets: Sequence[int]
 ) -> DataFrame:
     """`changes` with the retractions at `offsets` written as inserts of NULLs (`_cleared_by_insert`)."""
-    cleared = _cleared_by_insert(spec, source, table)
+    cleared = _cleared_by_insert(spec, source, table.definition.merge)
     assert cleared is not None, "only a CLEAR retraction is written as an insert"
     chosen = f"_offset IN ({', '.join(str(int(o)) for o in sorted(offsets))})"
 
@@ -296,9 +299,8 @@ def _as_inserts(
     return changes.selectExpr(*(column(c) for c in changes.columns))
 
 
-def _retraction_effect(spec: WideTableSpec, source: SourceSpec, table: WideTable) -> str:
-    """What a retraction (`-U`/`-D`) of `source` does to its key's row (`run_order`)."""
-    merge = table.definition.merge
+def retraction_effect(spec: WideTableSpec, source: SourceSpec, merge: MergeOptions) -> str:
+    """What a retraction (`-U`/`-D`) of `source` does to its key's row (`run_order`) under `merge`."""
     if source.deletes == "ignore":
         return INERT
     if source.deletes == "remove-row" or merge.remove_record_on_delete:
@@ -306,7 +308,7 @@ def _retraction_effect(spec: WideTableSpec, source: SourceSpec, table: WideTable
     if merge.engine not in ("partial-update", "aggregation"):
         # Other engines' retractions remove the row (deduplicate, last_row), or may (Fluss, W3).
         return REMOVE
-    return RETRACT if _cleared_by_insert(spec, source, table) is None else CLEAR
+    return RETRACT if _cleared_by_insert(spec, source, merge) is None else CLEAR
 
 
 def _effect(spec: WideTableSpec, source: SourceSpec, table: WideTable, changes: DataFrame) -> str:
@@ -318,7 +320,7 @@ def _effect(spec: WideTableSpec, source: SourceSpec, table: WideTable, changes: 
         return string_literal(REMOVE)
     if "_row_kind" not in changes.columns:
         return string_literal(MAKE)
-    retraction = string_literal(_retraction_effect(spec, source, table))
+    retraction = string_literal(retraction_effect(spec, source, table.definition.merge))
     return f"CASE WHEN c._row_kind IN ('-U', '-D') THEN {retraction} ELSE {string_literal(MAKE)} END"
 
 
@@ -357,7 +359,10 @@ def _shared_key_units(
         "kept AS (SELECT u.* FROM u LEFT SEMI JOIN shared s ON " + key_join(spec.primary_key, "u", "s") + ") "
     )
     # Whether the table holds a key matters only to a retraction that must meet its row.
-    if any(_retraction_effect(spec, spec.source(name), table) in (CLEAR, RETRACT) for name in prepared):
+    if any(
+        retraction_effect(spec, spec.source(name), table.definition.merge) in (CLEAR, RETRACT)
+        for name in prepared
+    ):
         frames["stored"] = table.read()
         held = " AND ".join(f"t.{quote(k)} IS NOT NULL" for k in spec.primary_key)
         query += (

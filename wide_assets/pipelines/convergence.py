@@ -13,7 +13,10 @@ records after its last removal, per source, by op time (arrival breaks ties, as 
   is a retraction (`-U`/`-D`), except the op-time column, which keeps the retraction's time, as a
   sequence group's does (P10); a fed column with the aggregate function `sum`, `max` or `min` is that
   function over the source's records instead (a retraction subtracts from a `sum` unless the column
-  has `ignore-retract`; `max` and `min` take the inserts and updates); `ignore` leaves its deletes out;
+  has `ignore-retract`; `max` and `min` take the inserts and updates); a fed column with `listagg`,
+  `string_agg`, `rbm32` or `rbm64` replays the function over the source's inserts and updates in the
+  order the table applied them, an older one (by op time, in a sequence group) folded in reverse, as
+  Paimon's `aggReversed` prepends it; `ignore` leaves its deletes out;
 - a source keyed apart from the table (`key_columns`, e.g. reviews of a product) gives each of its
   table keys the declared `aggregates` over the latest record of each of its rows, and its fed
   op-time column the newest op time of any of its records.
@@ -35,8 +38,10 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 
 from wide_assets.options.tombstones import TOMBSTONE_RETENTION
+from wide_assets.pipelines.apply import retraction_effect
 from wide_assets.pipelines.checks import applied_records, keyed_diff, not_judged, table_check
 from wide_assets.pipelines.locate import LakeLocator, asset_key
+from wide_assets.pipelines.run_order import RETRACT
 from wide_assets.pipelines.specs import SourceSpec, WideTableSpec
 from wide_assets.sql import columns, key_join, quote
 
@@ -62,6 +67,12 @@ LIVE = "_row_kind IN ('+I', '+U')"
 LATEST_VALUE_FUNCTIONS = ("last_value",)
 # Functions the oracle folds over a source's records itself: value -> its SQL over the records.
 FOLDED_FUNCTIONS = ("sum", "max", "min")
+# Functions the oracle replays over a source's records in the order the table applied them, with the
+# function's own step: one record's value onto the accumulator, the value semantics being the
+# function's (tested against Paimon by themselves), the order being the declaration's.
+REPLAYED_FUNCTIONS = ("listagg", "string_agg", "rbm32", "rbm64")
+# Of those, the ones whose result depends on that order.
+ORDERED_FUNCTIONS = ("listagg", "string_agg")
 
 
 def _first_record_wins(merge: MergeOptions) -> bool:
@@ -92,17 +103,26 @@ def convergence_problem(spec: WideTableSpec) -> str | None:
             continue
         function = functions.get(column)
         name = None if function is None else function.name
-        if merge.engine == "aggregation" and name not in FOLDED_FUNCTIONS:
+        oracled = ", ".join((*FOLDED_FUNCTIONS, *REPLAYED_FUNCTIONS))
+        if merge.engine == "aggregation" and name not in (*FOLDED_FUNCTIONS, *REPLAYED_FUNCTIONS):
             # Its implicit `last_non_null_value` (A1) keeps the last non-NULL value by arrival.
             return (
                 f"column {column} of an aggregation table has the function {name or 'last_non_null_value'}; "
-                f"the oracle folds {', '.join(FOLDED_FUNCTIONS)} only"
+                f"the oracle folds {oracled} only"
             )
-        if name not in (None, *LATEST_VALUE_FUNCTIONS, *FOLDED_FUNCTIONS):
+        if name not in (None, *LATEST_VALUE_FUNCTIONS, *FOLDED_FUNCTIONS, *REPLAYED_FUNCTIONS):
             return (
                 f"column {column} has the aggregate function {name}, which the oracle does not fold "
-                f"({', '.join(FOLDED_FUNCTIONS)} only), and source {feeders[0].name} declares no aggregate "
+                f"({oracled} only), and source {feeders[0].name} declares no aggregate "
                 "for it (aggregates are declared for a source keyed apart from the table)"
+            )
+        if name in ORDERED_FUNCTIONS and merge.sequence_fields:
+            # The merge sorts each commit's records (and the stored row) by the sequence field, so the
+            # order a commit meets the stored value in depends on how records were cut into commits.
+            return (
+                f"column {column} has the order-sensitive function {name} and the table a sequence.field "
+                f"{list(merge.sequence_fields)}; its order within a commit depends on how records were "
+                "cut into commits"
             )
     return None
 
@@ -123,13 +143,60 @@ def _folded(function: FieldFunction, column: str, keeps_retractions: bool) -> st
     return f"{function.name}(CASE WHEN {LIVE} THEN {value} END)"
 
 
+def _replayed(
+    spark: SparkSession,
+    spec: WideTableSpec,
+    source: SourceSpec,
+    merge: MergeOptions,
+    fed: tuple[str, str],
+    window: str,
+) -> str:
+    """SQL replaying the fed column's (`fed`: source column, wide column) function over `source`'s
+    records in `window` (a key's), in the order the table applied them (commit, then `_offset`), as
+    a fold state (`acc`, `seq`); its value is the column's stored representation. `wide`'s function over `source`'s records of
+    a key in the order the table applied them (commit, then `_offset`), as a fold state (`acc`, `seq`).
+
+    In a sequence group a record counts only with its op time set (P6); one not older than the newest op
+    time before it folds onto the accumulator, an older one in reverse (P8: Paimon's `aggReversed`);
+    the group's sequence advances with retractions too (P10), while the function ignores them
+    (`ignore-retract`: a function that cannot retract fails the write instead). Outside a group (an
+    aggregation table), every insert and update folds on, in the order applied."""
+    from wide_assets.aggregate_functions import Operands, aggregator
+
+    column, wide = fed
+    function = merge.functions[wide]
+    fn = aggregator(merge.dialect, function.name)
+    fn.prepare(spark)
+    definition = spec.definition()
+    typed = definition.column(wide)
+    types = dict(source.columns)
+    grouped = merge.group_of(wide) is not None and source.op_time is not None
+    time = quote(source.op_time) if grouped and source.op_time else "CAST(NULL AS INT)"
+    time_type = types[source.op_time] if grouped and source.op_time else "int"
+    record = (
+        f"named_struct('c', _commit, 'o', _offset, 't', {time}, 'live', {LIVE}, "
+        f"'v', {fn.decode(quote(column), typed)})"
+    )
+    operands = Operands("s.acc", "r.v", typed, function)
+    active = "(r.t IS NOT NULL)" if grouped else "true"
+    newer = "(s.seq IS NULL OR r.t >= s.seq)"
+    step = (
+        f"named_struct('acc', CASE WHEN NOT (r.live AND {active}) THEN s.acc "
+        f"WHEN {newer} THEN {fn.agg(operands)} ELSE {fn.agg_reversed(operands)} END, "
+        f"'seq', CASE WHEN {active} AND {newer} THEN r.t ELSE s.seq END)"
+    )
+    start = f"named_struct('acc', CAST(NULL AS {fn.fold_type(typed)}), 'seq', CAST(NULL AS {time_type}))"
+    replay = f"aggregate(array_sort(collect_list({record}) {window}), {start}, (s, r) -> {step}, s -> s.acc)"
+    return fn.encode(replay, typed)
+
+
 def _keyed_rows(
     spark: SparkSession,
     spec: WideTableSpec,
     source: SourceSpec,
     records: DataFrame,
     first: bool,
-    functions: Mapping[str, FieldFunction],
+    merge: MergeOptions,
 ) -> DataFrame:
     """One row per table key: the fed columns of its latest (or first) record, or their fold."""
     wide_key = columns(source.wide_key)
@@ -140,7 +207,14 @@ def _keyed_rows(
     types = dict(spec.columns)
     values, folds = [], []
     for column, wide in source.feeds.items():
-        function = functions.get(wide)
+        function = merge.functions.get(wide)
+        if function is not None and function.name in REPLAYED_FUNCTIONS:
+            replayed = _replayed(
+                spark, spec, source, merge, (column, wide), f"OVER (PARTITION BY {wide_key})"
+            )
+            folds.append(f"{replayed} AS {quote('_fold_' + wide)}")
+            values.append(f"{quote('_fold_' + wide)} AS {quote(wide)}")
+            continue
         if function is not None and function.name in FOLDED_FUNCTIONS:
             # try_cast: a fold out of the column's range is NULL, and so differs from the table.
             folds.append(
@@ -338,6 +412,24 @@ def _after_removal(
     )
 
 
+def _met_their_row(
+    spark: SparkSession, spec: WideTableSpec, source: SourceSpec, records: DataFrame, made: DataFrame
+) -> DataFrame:
+    """`records` without the retractions that met no row: applied in a commit before the first that
+    made their key's row (since its last removal). A run commits such a retraction (one that must
+    retract an aggregate, `run_order.RETRACT`) with or after an insert of its key in the same run, so
+    one committed before any is one whose run had none: it is lost (P12), even if a later run inserts
+    the key (docs/semantics.md 0.3)."""
+    on = " AND ".join(
+        f"r.{quote(s)} = m.{quote(w)}" for s, w in zip(source.wide_key, spec.primary_key, strict=True)
+    )
+    return spark.sql(
+        f"SELECT r.* FROM {{r}} r JOIN {{m}} m ON {on} WHERE r._row_kind IN ('+I', '+U') OR r._commit >= m._made",
+        r=records,
+        m=made,
+    )
+
+
 def expected_rows(spark: SparkSession, spec: WideTableSpec, applied: Mapping[str, DataFrame]) -> DataFrame:
     """What `spec`'s table must hold after applying `applied` (source name -> its applied CDC records,
     with the `_commit` that applied each: `applied_in_commits`)."""
@@ -345,34 +437,37 @@ def expected_rows(spark: SparkSession, spec: WideTableSpec, applied: Mapping[str
     if problem:
         raise ValueError(f"table {spec.name}: no convergence oracle: {problem}.")
     merge = spec.definition().merge
-    functions = merge.functions
     first = _first_record_wins(merge)
     if TOMBSTONE_RETENTION in spec.options:
         applied = _without_tombstoned(spark, spec, applied)
     if not first:
         cuts = _last_removals(spark, spec, applied)
         applied = {s.name: _after_removal(spark, spec, s, applied[s.name], cuts) for s in spec.sources}
-    # DataFrames by the name the query refers to them with (`{s0}`, `{r0}`, ...).
-    frames: dict[str, Any] = {}
-    key_selects = []
+    # Only an insert or update makes a row (P12: a key whose records since its last removal are
+    # retractions has none); a transform's rows are the table's records, whatever their source's.
+    makers = []
+    for index, source in enumerate(spec.sources):
+        fed_as_is = not source.aggregates and (source.deletes == "ignore" or source.transform is None)
+        mentioned = f"WHERE {LIVE}" if first or fed_as_is else ""
+        makers.append(f"SELECT {_as_wide_key(spec, source)}, _commit FROM {{r{index}}} {mentioned}")
+    # Per key with a row: the first commit that made it.
+    by_name: dict[str, Any] = {f"r{i}": applied[s.name] for i, s in enumerate(spec.sources)}
+    made = spark.sql(
+        f"SELECT {columns(spec.primary_key)}, min(_commit) AS _made FROM ({' UNION ALL '.join(makers)}) "
+        f"GROUP BY {columns(spec.primary_key)}",
+        **by_name,
+    )
+    # DataFrames by the name the query refers to them with (`{s0}`, `{m}`).
+    frames: dict[str, Any] = {"m": made}
     for index, source in enumerate(spec.sources):
         records = applied[source.name]
+        keyed = not source.aggregates and source.transform is None
+        if keyed and not first and retraction_effect(spec, source, merge) == RETRACT:
+            records = _met_their_row(spark, spec, source, records, made)
         frames[f"s{index}"] = (
             _aggregated_rows(spark, spec, source, records)
             if source.aggregates
-            else _keyed_rows(spark, spec, source, records, first, functions)
-        )
-        frames[f"r{index}"] = records
-        # Only an insert or update makes a row (P12: a key whose records since its last removal are
-        # retractions has none); a transform's rows are the table's records, whatever their source's.
-        fed_as_is = not source.aggregates and (source.deletes == "ignore" or source.transform is None)
-        mentioned = f"WHERE {LIVE}" if first or fed_as_is else ""
-        key_selects.append(
-            "SELECT "
-            + ", ".join(
-                f"{quote(s)} AS {quote(w)}" for s, w in zip(source.wide_key, spec.primary_key, strict=True)
-            )
-            + f" FROM {{r{index}}} {mentioned}"
+            else _keyed_rows(spark, spec, source, records, first, merge)
         )
     fed = {
         wide: index for index, source in enumerate(spec.sources) for wide in spec.column_map(source).values()
@@ -388,11 +483,7 @@ def expected_rows(spark: SparkSession, spec: WideTableSpec, applied: Mapping[str
         f"LEFT JOIN {{s{i}}} s{i} ON " + key_join(spec.primary_key, "k", f"s{i}")
         for i in range(len(spec.sources))
     )
-    return spark.sql(
-        f"WITH k AS (SELECT DISTINCT * FROM ({' UNION ALL '.join(key_selects)})) "
-        f"SELECT {', '.join(selected)} FROM k {joins}",
-        **frames,
-    )
+    return spark.sql(f"SELECT {', '.join(selected)} FROM {{m}} k {joins}", **frames)
 
 
 def convergence_refusal(spec: WideTableSpec) -> str | None:
