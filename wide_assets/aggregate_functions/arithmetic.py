@@ -129,8 +129,37 @@ class Product(Aggregator):
         return ignoring_nulls(x, checked(x, "multiply", x.acc, x.inp))
 
     def retract(self, x: Operands) -> str:
-        quotient = f"{x.acc} div {x.inp}" if x.column.base_type in INTEGRAL else f"{x.acc} / {x.inp}"
-        return f"(CASE WHEN {x.acc} IS NULL OR {x.inp} IS NULL THEN {x.acc} ELSE CAST({quotient} AS {x.column.type}) END)"
+        """`FieldProductAgg.retract`: `acc / in`, stated for every value rather than left to the engine
+        (Sail raises on a zero divisor of any type; Spark returns NULL, or raises under ANSI)."""
+        return f"(CASE WHEN {x.acc} IS NULL OR {x.inp} IS NULL THEN {x.acc} ELSE {self._quotient(x)} END)"
+
+    @staticmethod
+    def _quotient(x: Operands) -> str:
+        acc, inp, base = x.acc, x.inp, x.column.base_type
+        if base in INTEGRAL:
+            # Java's integer division: truncated, "/ by zero"; only MIN / -1 leaves the type (Paimon
+            # divides a byte or short as an int and names the result).
+            smallest = -(2 ** (INTEGRAL_BITS[base] - 1))
+            result = f" = {-smallest}" if INTEGRAL_BITS[base] < 32 else ""
+            too_large = fail(f"{JAVA_INTEGRAL[base]} overflow: {smallest} / -1{result}")
+            return (
+                f"CASE WHEN {inp} = 0 THEN {fail('/ by zero')} WHEN {acc} = {smallest} AND {inp} = -1 "
+                f"THEN {too_large} ELSE CAST({acc} div {inp} AS {x.column.type}) END"
+            )
+        if base == "decimal":
+            # BigDecimal.divide's errors; the quotient rounded HALF_UP to the scale, NULL past the
+            # precision (Decimal.fromBigDecimal), as a product's overflow is.
+            undefined = f"CASE WHEN {acc} = 0 THEN 'Division undefined' ELSE 'Division by zero' END"
+            return f"CASE WHEN {inp} = 0 THEN {fail(Value(undefined))} ELSE try_cast({acc} / {inp} AS {x.column.type}) END"
+        # FLOAT, DOUBLE: IEEE 754, as Java divides: x / ±0 is ±Infinity by the signs, 0 / 0 and NaN / 0 NaN.
+        # The sign of a zero, as its text: Spark's atan2 adds 0.0 to its arguments, losing it.
+        negative_zero = f"CAST({inp} AS STRING) LIKE '-%'"
+        by_zero = (
+            f"CASE WHEN isnan({acc}) OR {acc} = 0 THEN CAST('NaN' AS {x.column.type}) "
+            f"WHEN ({acc} > 0) <> ({negative_zero}) THEN CAST('Infinity' AS {x.column.type}) "
+            f"ELSE CAST('-Infinity' AS {x.column.type}) END"
+        )
+        return f"CASE WHEN {inp} = 0 THEN {by_zero} ELSE CAST({acc} / {inp} AS {x.column.type}) END"
 
 
 class WrappingProduct(Product):
