@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 import subprocess
 import tempfile
 from collections.abc import Sequence
@@ -53,7 +54,7 @@ class Outcome:
 def _encode(value: Any, spark_type: str) -> Any:
     if value is None:
         return None
-    if spark_type == "double":
+    if spark_type in ("double", "float"):
         return repr(float(value)).replace("inf", "Infinity").replace("nan", "NaN")
     if spark_type.startswith("decimal"):
         return str(value)
@@ -69,6 +70,9 @@ def _decode(value: Any, spark_type: str) -> Any:
         return None
     if spark_type == "double":
         return float(value)
+    if spark_type == "float":
+        # Java's shortest text of a float names the float, not the double it widens to.
+        return struct.unpack("f", struct.pack("f", float(value)))[0]
     if spark_type.startswith("decimal"):
         return Decimal(value)
     if spark_type == "date":

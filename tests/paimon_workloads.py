@@ -39,9 +39,21 @@ from typing import Any
 from paimon_oracle import Workload
 
 # Spark type -> the pool its values are drawn from (small, so ties and repeats happen).
-_TYPES = ("int", "bigint", "decimal(10,2)", "decimal(38,10)", "double", "string", "date", "timestamp_ntz")
+_TYPES = (
+    "tinyint",
+    "smallint",
+    "int",
+    "bigint",
+    "decimal(10,2)",
+    "decimal(38,10)",
+    "float",
+    "double",
+    "string",
+    "date",
+    "timestamp_ntz",
+)
 _SEQUENCE_TYPES = ("int", "bigint", "decimal(10,2)", "double", "date", "timestamp_ntz")
-_NUMERIC = ("int", "bigint", "decimal(10,2)", "decimal(38,10)", "double")
+_NUMERIC = ("int", "bigint", "decimal(10,2)", "decimal(38,10)", "float", "double")
 _ENGINES = ("deduplicate", "partial-update", "partial-update-groups", "aggregation", "first-row")
 # An aggregation table's columns may also be BOOLEAN (for bool_and / bool_or).
 _AGGREGATED_TYPES = (*_TYPES, "boolean")
@@ -58,6 +70,9 @@ _ANY_TYPE_FUNCTIONS = (
 )
 _FUNCTIONS: dict[str, tuple[str, ...]] = {
     **{t: (*_ANY_TYPE_FUNCTIONS, "sum", "sum", "sum", "product") for t in _NUMERIC},
+    # No product: a few records of 6 leave a byte or a short, where Paimon 1.4.2 wraps around and its
+    # current code (multiplyExactByte, multiplyExactShort), which we follow, raises.
+    **{t: (*_ANY_TYPE_FUNCTIONS, "sum", "sum", "sum") for t in ("tinyint", "smallint")},
     "string": (*_ANY_TYPE_FUNCTIONS, "listagg", "listagg"),
     "date": _ANY_TYPE_FUNCTIONS,
     "timestamp_ntz": _ANY_TYPE_FUNCTIONS,
@@ -72,10 +87,13 @@ _NOT_RETRACTING = ("max", "min", "first_value", "first_non_null_value", "listagg
 # replacing 0.0 is a change), the smallest denormal and the largest finite value.
 _EDGE_RATE = 0.08
 _EDGES: dict[str, tuple[Any, ...]] = {
+    "tinyint": (127, -128),
+    "smallint": (2**15 - 1, -(2**15)),
     "int": (2**31 - 1, -(2**31)),
     "bigint": (2**63 - 1, -(2**63)),
     "decimal(10,2)": (Decimal("99999999.99"), Decimal("-99999999.99")),
     "decimal(38,10)": (Decimal("9" * 28 + "." + "9" * 10), Decimal("-" + "9" * 28 + "." + "9" * 10)),
+    "float": (math.nan, math.inf, -math.inf, -0.0, 0.0, 1.401298464324817e-45, 3.4028234663852886e38),
     "double": (math.nan, math.inf, -math.inf, -0.0, 0.0, 5e-324, sys.float_info.max),
     "string": (" ", "\t"),
     "date": (date(1, 1, 1), date(9999, 12, 31)),
@@ -116,13 +134,13 @@ def _value(
             [e for e in _EDGES[spark_type] if nan or not (isinstance(e, float) and math.isnan(e))]
         )
     n = rng.randint(-3, top)
-    if spark_type in ("int", "bigint"):
+    if spark_type in ("tinyint", "smallint", "int", "bigint"):
         return n
     if spark_type == "decimal(10,2)":
         return Decimal(n) / 4
     if spark_type == "decimal(38,10)":
         return Decimal(n) / 8
-    if spark_type == "double":
+    if spark_type in ("float", "double"):
         return n / 2
     if spark_type == "string":
         return rng.choice(["", *_NON_BLANK])

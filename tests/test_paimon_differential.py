@@ -272,6 +272,8 @@ def _retraction(kind: str, stored: Any, retracted: Any) -> Workload:
 PRODUCT_RETRACTIONS = {
     "int by zero": _retraction("int", 6, 0),
     "int truncated": _retraction("int", -7, 2),
+    "tinyint by zero": _retraction("tinyint", 6, 0),
+    "smallint truncated": _retraction("smallint", 7, -2),
     "decimal by zero": _retraction("decimal(10,2)", Decimal("1.50"), Decimal("0.00")),
     "decimal 0 / 0": _retraction("decimal(10,2)", Decimal(0), Decimal(0)),
     "double by zero": _retraction("double", 2.0, 0.0),
@@ -280,6 +282,7 @@ PRODUCT_RETRACTIONS = {
     "double 0 / 0": _retraction("double", 0.0, 0.0),
     "NaN by zero": _retraction("double", math.nan, 0.0),
     "infinity by -0.0": _retraction("double", math.inf, -0.0),
+    "float by -0.0": _retraction("float", 3.0, -0.0),
 }
 # MIN / -1 wraps around in Paimon 1.4.2 (Java's `/`); its current code raises (`divideExactInt` and the
 # like, a byte or short divided as an int), which we follow, as for `sum`'s `Math.addExact`.

@@ -130,8 +130,11 @@ public final class PaimonOracle {
     }
     switch (upper) {
       case "BOOLEAN": return DataTypes.BOOLEAN();
+      case "TINYINT": return DataTypes.TINYINT();
+      case "SMALLINT": return DataTypes.SMALLINT();
       case "INT": return DataTypes.INT();
       case "BIGINT": return DataTypes.BIGINT();
+      case "FLOAT": return DataTypes.FLOAT();
       case "DOUBLE": return DataTypes.DOUBLE();
       case "STRING": return DataTypes.STRING();
       case "DATE": return DataTypes.DATE();
@@ -153,8 +156,11 @@ public final class PaimonOracle {
   private static Object fromJson(JsonNode v, DataType type) {
     switch (type.getTypeRoot()) {
       case BOOLEAN: return v.asBoolean();
+      case TINYINT: return (byte) v.asInt();
+      case SMALLINT: return (short) v.asInt();
       case INTEGER: case DATE: return v.asInt();
       case BIGINT: return v.asLong();
+      case FLOAT: return Float.parseFloat(v.asText());
       case DOUBLE: return Double.parseDouble(v.asText());
       case VARCHAR: return BinaryString.fromString(v.asText());
       case TIMESTAMP_WITHOUT_TIME_ZONE: return Timestamp.fromMicros(v.asLong());
@@ -171,8 +177,11 @@ public final class PaimonOracle {
     }
     switch (type.getTypeRoot()) {
       case BOOLEAN: return JSON.getNodeFactory().booleanNode((Boolean) value);
+      case TINYINT: return JSON.getNodeFactory().numberNode((Byte) value);
+      case SMALLINT: return JSON.getNodeFactory().numberNode((Short) value);
       case INTEGER: case DATE: return JSON.getNodeFactory().numberNode((Integer) value);
       case BIGINT: return JSON.getNodeFactory().numberNode((Long) value);
+      case FLOAT: return JSON.getNodeFactory().textNode(Float.toString((Float) value));
       case DOUBLE: return JSON.getNodeFactory().textNode(Double.toString((Double) value));
       case TIMESTAMP_WITHOUT_TIME_ZONE:
         return JSON.getNodeFactory().numberNode(((Timestamp) value).toMicros());
