@@ -63,7 +63,7 @@ class ListAgg(Aggregator):
 
     def agg_reversed(self, x: Operands) -> str:
         """An older input (a sequence group's `aggReversed`) is prepended, and skipped when blank, as a
-        newer one is (V1). Paimon's swapped `agg(in, acc)` would make an older blank input the value
+        newer one is (docs/semantics.md Q8). Paimon's swapped `agg(in, acc)` would make an older blank input the value
         of a NULL accumulator; a stored row is folded again as its first record, where `agg` drops
         that blank: the value would then depend on whether another commit touched the key."""
         return f"(CASE WHEN {blank(x.inp)} THEN {x.acc} ELSE {self.agg(x.swapped())} END)"

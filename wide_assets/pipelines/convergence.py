@@ -153,8 +153,7 @@ def _replayed(
 ) -> str:
     """SQL replaying the fed column's (`fed`: source column, wide column) function over `source`'s
     records in `window` (a key's), in the order the table applied them (commit, then `_offset`), as
-    a fold state (`acc`, `seq`); its value is the column's stored representation. `wide`'s function over `source`'s records of
-    a key in the order the table applied them (commit, then `_offset`), as a fold state (`acc`, `seq`).
+    a fold state (`acc`, `seq`); its value is in the column's stored representation.
 
     In a sequence group a record counts only with its op time set (P6); one not older than the newest op
     time before it folds onto the accumulator, an older one in reverse (P8: Paimon's `aggReversed`);
