@@ -10,7 +10,7 @@ of the random runs (`replayed_by_hand`).
 from __future__ import annotations
 
 import random
-import sys
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -56,22 +56,18 @@ def spec(options: dict[str, str]) -> WideTableSpec:
     return declared_by((ORDERS, PAYMENTS), options)
 
 
-def merged(spark: Any, tmp_path: Path, declared: WideTableSpec) -> tuple[WideTable, dict[str, Any]]:
-    """The table after both runs, and each source's applied records with their commits."""
+def apply_runs(
+    spark: Any, tmp_path: Path, declared: WideTableSpec, runs: int, land: Callable[[Path, int], None]
+) -> tuple[WideTable, dict[str, Any]]:
+    """`declared`'s table after `runs` runs, each landing its files (`land(landing, number)`), ingesting
+    them and applying its sources; and each source's applied records with their commits."""
     landing, lake = tmp_path / "landing", tmp_path / "lake"
     table = open_wide_table(spark, declared, str(lake / declared.name))
     paths = {s.name: str(lake / s.name) for s in declared.sources}
-    for number, run in enumerate(RUNS, start=1):
-        for name, lines in run.items():
-            column = "status" if name == "orders" else "amount"
-            (landing / name).mkdir(parents=True, exist_ok=True)
-            text = "\n".join(
-                [
-                    f"_row_kind,order_id,{column},ts",
-                    *(f"{line.replace(',10:', ',2026-01-01 10:')}:00" for line in lines),
-                ]
-            )
-            (landing / name / f"{name}_{number}.csv").write_text(text + "\n", "utf-8")
+    for number in range(1, runs + 1):
+        for source in declared.sources:
+            (landing / source.name).mkdir(parents=True, exist_ok=True)
+        land(landing, number)
         for source in declared.sources:
             ingest(spark, source, landed_files(landing, source), paths[source.name])
         apply_sources(spark, declared, table, paths)
@@ -80,6 +76,23 @@ def merged(spark: Any, tmp_path: Path, declared: WideTableSpec) -> tuple[WideTab
         for name, path in paths.items()
     }
     return table, applied
+
+
+def merged(spark: Any, tmp_path: Path, declared: WideTableSpec) -> tuple[WideTable, dict[str, Any]]:
+    """The table after RUNS, and each source's applied records with their commits."""
+
+    def land(landing: Path, number: int) -> None:
+        for name, lines in RUNS[number - 1].items():
+            column = "status" if name == "orders" else "amount"
+            text = "\n".join(
+                [
+                    f"_row_kind,order_id,{column},ts",
+                    *(f"{line.replace(',10:', ',2026-01-01 10:')}:00" for line in lines),
+                ]
+            )
+            (landing / name / f"{name}_{number}.csv").write_text(text + "\n", "utf-8")
+
+    return apply_runs(spark, tmp_path, declared, len(RUNS), land)
 
 
 def verdict(spark: Any, declared: WideTableSpec, table: WideTable, applied: dict[str, Any]) -> Any:
@@ -202,40 +215,30 @@ REPLAYED_EXPECTED = {
 }
 
 
-def replayed_table(spark: Any, tmp_path: Path) -> tuple[WideTable, dict[str, Any]]:
-    """REPLAYED after REPLAYED_RUNS, and each source's applied records with their commits."""
+def replayed_table(
+    spark: Any, tmp_path: Path, runs: list[dict[str, list[tuple[str, int, Any, int]]]] = REPLAYED_RUNS
+) -> tuple[WideTable, dict[str, Any]]:
+    """REPLAYED after `runs`, and each source's applied records with their commits."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     from pyroaring import BitMap
 
-    landing, lake = tmp_path / "landing", tmp_path / "lake"
-    table = open_wide_table(spark, REPLAYED, str(lake / REPLAYED.name))
-    paths = {s.name: str(lake / s.name) for s in REPLAYED.sources}
-    for number, run in enumerate(REPLAYED_RUNS, start=1):
-        for name, records in run.items():
-            (landing / name).mkdir(parents=True, exist_ok=True)
-            if name == "remarks":
-                lines = [f"{k},{o},{v},2026-01-01 10:{m:02d}:00" for k, o, v, m in records]
-                text = "\n".join(["_row_kind,order_id,remark,ts", *lines]) + "\n"
-                (landing / name / f"{name}_{number}.csv").write_text(text, "utf-8")
-                continue
-            frame = pa.table(
-                {
-                    "_row_kind": [k for k, *_ in records],
-                    "order_id": [o for _, o, _, _ in records],
-                    "pages": pa.array([BitMap(v).serialize() for _, _, v, _ in records], pa.binary()),
-                    "ts": pa.array([t(m) for *_, m in records], pa.timestamp("us")),
-                }
-            )
-            pq.write_table(frame, landing / name / f"{name}_{number}.parquet")
-        for source in REPLAYED.sources:
-            ingest(spark, source, landed_files(landing, source), paths[source.name])
-        apply_sources(spark, REPLAYED, table, paths)
-    applied = {
-        name: applied_in_commits(spark, table, name, spark.read.format("delta").load(path))
-        for name, path in paths.items()
-    }
-    return table, applied
+    def land(landing: Path, number: int) -> None:
+        remarks, visits = runs[number - 1]["remarks"], runs[number - 1]["visits"]
+        lines = [f"{k},{o},{v},2026-01-01 10:{m:02d}:00" for k, o, v, m in remarks]
+        text = "\n".join(["_row_kind,order_id,remark,ts", *lines]) + "\n"
+        (landing / "remarks" / f"remarks_{number}.csv").write_text(text, "utf-8")
+        frame = pa.table(
+            {
+                "_row_kind": [k for k, *_ in visits],
+                "order_id": [o for _, o, _, _ in visits],
+                "pages": pa.array([BitMap(v).serialize() for _, _, v, _ in visits], pa.binary()),
+                "ts": pa.array([t(m) for *_, m in visits], pa.timestamp("us")),
+            }
+        )
+        pq.write_table(frame, landing / "visits" / f"visits_{number}.parquet")
+
+    return apply_runs(spark, tmp_path, REPLAYED, len(runs), land)
 
 
 def test_replays_listagg_and_rbm32_in_the_order_applied_and_fails_another_order(
@@ -328,14 +331,11 @@ def replayed_by_hand(runs: list[dict[str, list[tuple[str, int, Any, int]]]]) -> 
 
 
 @pytest.mark.parametrize("seed", [3, 11, 23])
-def test_random_late_records_replay_as_folded_by_hand(
-    spark: Any, tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_random_late_records_replay_as_folded_by_hand(spark: Any, tmp_path: Path, seed: int) -> None:
     from pyroaring import BitMap
 
     runs = random_runs(seed)
-    monkeypatch.setattr(sys.modules[__name__], "REPLAYED_RUNS", runs)
-    table, applied = replayed_table(spark, tmp_path)
+    table, applied = replayed_table(spark, tmp_path, runs)
     rows = {
         (
             r.order_id,

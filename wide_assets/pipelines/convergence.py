@@ -166,12 +166,12 @@ def _replayed(
     function = merge.functions[wide]
     fn = aggregator(merge.dialect, function.name)
     fn.prepare(spark)
-    definition = spec.definition()
-    typed = definition.column(wide)
-    types = dict(source.columns)
-    grouped = merge.group_of(wide) is not None and source.op_time is not None
-    time = quote(source.op_time) if grouped and source.op_time else "CAST(NULL AS INT)"
-    time_type = types[source.op_time] if grouped and source.op_time else "int"
+    typed = spec.definition().column(wide)
+    # The op time orders the fold only in a sequence group (the source's, as the oracle assumes).
+    op_time = source.op_time if merge.group_of(wide) is not None else None
+    grouped = op_time is not None
+    time = quote(op_time) if op_time else "CAST(NULL AS INT)"
+    time_type = dict(source.columns)[op_time] if op_time else "int"
     record = (
         f"named_struct('c', _commit, 'o', _offset, 't', {time}, 'live', {LIVE}, "
         f"'v', {fn.decode(quote(column), typed)})"
@@ -199,9 +199,7 @@ def _keyed_rows(
 ) -> DataFrame:
     """One row per table key: the fed columns of its latest (or first) record, or their fold."""
     wide_key = columns(source.wide_key)
-    keys = ", ".join(
-        f"{quote(s)} AS {quote(w)}" for s, w in zip(source.wide_key, spec.primary_key, strict=True)
-    )
+    keys = _as_wide_key(spec, source)
     keeps_retractions = not first and source.deletes != "ignore"
     types = dict(spec.columns)
     values, folds = [], []
@@ -262,9 +260,7 @@ def _aggregated_rows(
         records=records,
     )
     wide_types = dict(spec.columns)
-    keys = ", ".join(
-        f"{quote(s)} AS {quote(w)}" for s, w in zip(source.wide_key, spec.primary_key, strict=True)
-    )
+    keys = _as_wide_key(spec, source)
     aggregates = ", ".join(
         f"CAST({expression} AS {wide_types[wide]}) AS {quote(wide)}"
         for wide, expression in source.aggregates.items()
@@ -371,9 +367,7 @@ def _without_tombstoned(
     )
     kept = {}
     for source in spec.sources:
-        on = " AND ".join(
-            f"r.{quote(s)} = t.{quote(w)}" for s, w in zip(source.wide_key, spec.primary_key, strict=True)
-        )
+        on = _on_wide_key(spec, source, "t")
         time = f"r.{quote(source.op_time)}" if source.op_time else "CAST(NULL AS STRING)"
         dropped = spark.sql(
             f"SELECT r._offset FROM {{r}} r LEFT SEMI JOIN {{t}} t ON {on} AND t._commit <= r._commit "
@@ -396,13 +390,18 @@ def _as_wide_key(spec: WideTableSpec, source: SourceSpec) -> str:
     )
 
 
+def _on_wide_key(spec: WideTableSpec, source: SourceSpec, alias: str) -> str:
+    """SQL: `source`'s record `r` names the key of `alias`'s row (a frame keyed by the table)."""
+    return " AND ".join(
+        f"r.{quote(s)} = {alias}.{quote(w)}" for s, w in zip(source.wide_key, spec.primary_key, strict=True)
+    )
+
+
 def _after_removal(
     spark: SparkSession, spec: WideTableSpec, source: SourceSpec, records: DataFrame, cuts: DataFrame
 ) -> DataFrame:
     """`records` of `source` applied after their key's last removal."""
-    on = " AND ".join(
-        f"r.{quote(s)} = c.{quote(w)}" for s, w in zip(source.wide_key, spec.primary_key, strict=True)
-    )
+    on = _on_wide_key(spec, source, "c")
     return spark.sql(
         f"SELECT r.* FROM {{r}} r LEFT JOIN {{c}} c ON {on} WHERE c._cut_commit IS NULL "
         "OR r._commit > c._cut_commit OR (r._commit = c._cut_commit AND r._offset > c._cut_offset)",
@@ -419,9 +418,7 @@ def _met_their_row(
     retract an aggregate, `run_order.RETRACT`) with or after an insert of its key in the same run, so
     one committed before any is one whose run had none: it is lost (P12), even if a later run inserts
     the key (docs/semantics.md 0.3)."""
-    on = " AND ".join(
-        f"r.{quote(s)} = m.{quote(w)}" for s, w in zip(source.wide_key, spec.primary_key, strict=True)
-    )
+    on = _on_wide_key(spec, source, "m")
     return spark.sql(
         f"SELECT r.* FROM {{r}} r JOIN {{m}} m ON {on} WHERE r._row_kind IN ('+I', '+U') OR r._commit >= m._made",
         r=records,
