@@ -1,5 +1,6 @@
 """Runs table workloads through Apache Paimon itself (its Java API, `jvm/oracle/PaimonOracle.java`) and
-returns each one's merged rows, or the error Paimon raised, as Python values.
+returns each one's merged rows and, with a `changelog-producer`, each commit's changelog (as Paimon's
+streaming read gets it), or the error Paimon raised, as Python values.
 
 The program is compiled once per session with `javac` against the pinned paimon-bundle jar (`make jars`)
 and pyspark's jars (Hadoop, Jackson); one JVM runs every workload of a call, one JSON line each way.
@@ -9,6 +10,7 @@ Each commit is followed by a full compaction, so every commit merges with the st
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import struct
@@ -43,17 +45,52 @@ class Workload:
         return "\n".join(lines)
 
 
+Rows = tuple[tuple[Any, ...], ...]
+
+
 @dataclass(frozen=True)
 class Outcome:
-    """Merged rows (sorted, as tuples of Python values) or an error message."""
+    """Merged rows (sorted, as tuples of Python values) or an error message; with a changelog producer,
+    each commit's changelog too (sorted, a row kind before the values)."""
 
-    rows: tuple[tuple[Any, ...], ...] | None
+    rows: Rows | None
     error: str | None
+    changelog: tuple[Rows, ...] | None = None
+
+
+def _split(inner: str) -> list[str]:
+    """The comma-separated parts of a nested type's parameters, commas inside `<>` and `()` kept."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(inner):
+        depth += (c in "<(") - (c in ">)")
+        if c == "," and depth == 0:
+            parts.append(inner[start:i])
+            start = i + 1
+    return [*parts, inner[start:]]
+
+
+def _nested(spark_type: str) -> tuple[str, list[str]]:
+    """`array<int>` -> ("array", ["int"]); `struct<a:int,b:string>` -> ("struct", ["int", "string"]);
+    a flat type -> (its name, [])."""
+    for kind in ("array", "map", "struct"):
+        if spark_type.startswith(kind + "<"):
+            parts = _split(spark_type[len(kind) + 1 : -1])
+            return kind, [part.split(":", 1)[1] for part in parts] if kind == "struct" else parts
+    return spark_type, []
 
 
 def _encode(value: Any, spark_type: str) -> Any:
     if value is None:
         return None
+    kind, inner = _nested(spark_type)
+    if kind == "array":
+        return [_encode(v, inner[0]) for v in value]
+    if kind == "map":
+        return [[_encode(k, inner[0]), _encode(v, inner[1])] for k, v in value.items()]
+    if kind == "struct":
+        return [_encode(v, t) for v, t in zip(value, inner, strict=True)]
+    if spark_type == "binary":
+        return base64.b64encode(value).decode()
     if spark_type in ("double", "float"):
         return repr(float(value)).replace("inf", "Infinity").replace("nan", "NaN")
     if spark_type.startswith("decimal"):
@@ -68,6 +105,15 @@ def _encode(value: Any, spark_type: str) -> Any:
 def _decode(value: Any, spark_type: str) -> Any:
     if value is None:
         return None
+    kind, inner = _nested(spark_type)
+    if kind == "array":
+        return [_decode(v, inner[0]) for v in value]
+    if kind == "map":
+        return plain({_decode(k, inner[0]): _decode(v, inner[1]) for k, v in value}, spark_type)
+    if kind == "struct":
+        return tuple(_decode(v, t) for v, t in zip(value, inner, strict=True))
+    if spark_type == "binary":
+        return base64.b64decode(value)
     if spark_type == "double":
         return float(value)
     if spark_type == "float":
@@ -82,11 +128,25 @@ def _decode(value: Any, spark_type: str) -> Any:
     return value
 
 
-def _paimon_type(spark_type: str) -> str:
-    return {"string": "STRING", "timestamp_ntz": "TIMESTAMP"}.get(spark_type, spark_type.upper())
+def plain(value: Any, spark_type: str) -> Any:
+    """A value as both sides compare it: a map as its entries sorted by key (its order is a hash
+    table's), a struct as a tuple, nested values likewise, bytes as `bytes`."""
+    if value is None:
+        return None
+    kind, inner = _nested(spark_type)
+    if kind == "array":
+        return [plain(v, inner[0]) for v in value]
+    if kind == "map":
+        entries = ((plain(k, inner[0]), plain(v, inner[1])) for k, v in value.items())
+        return tuple(sorted(entries, key=lambda entry: repr(entry[0])))
+    if kind == "struct":
+        return tuple(plain(v, t) for v, t in zip(value, inner, strict=True))
+    if spark_type == "binary":
+        return bytes(value)  # Spark returns a bytearray
+    return value
 
 
-def sort_rows(rows: Sequence[tuple[Any, ...]]) -> tuple[tuple[Any, ...], ...]:
+def sort_rows(rows: Sequence[tuple[Any, ...]]) -> Rows:
     """Rows in a total order (NULLs, NaN and mixed types included), by their text."""
     return tuple(sorted(rows, key=lambda row: [repr(v) for v in row]))
 
@@ -116,7 +176,7 @@ class PaimonOracle:
         lines = [
             json.dumps(
                 {
-                    "columns": [[name, _paimon_type(t)] for name, t in w.columns],
+                    "columns": [list(column) for column in w.columns],
                     "primary_key": list(w.primary_key),
                     "options": w.options,
                     "commits": [
@@ -157,8 +217,12 @@ class PaimonOracle:
         kinds = {row[0] for row in answer["rows"]}
         if not kinds <= {"+I", "+U"}:
             raise RuntimeError(f"Paimon read retractions {kinds}: {answer['rows']}")
-        rows = [
-            tuple(_decode(v, t) for v, (_, t) in zip(row[1:], workload.columns, strict=True))
-            for row in answer["rows"]
-        ]
-        return Outcome(sort_rows(rows), None)
+
+        def decoded(row: list[Any]) -> tuple[Any, ...]:
+            return tuple(_decode(v, t) for v, (_, t) in zip(row, workload.columns, strict=True))
+
+        rows = sort_rows([decoded(row[1:]) for row in answer["rows"]])
+        if "changelog" not in answer:
+            return Outcome(rows, None)
+        changelog = tuple(sort_rows([(row[0], *decoded(row[1:])) for row in c]) for c in answer["changelog"])
+        return Outcome(rows, None, changelog)

@@ -14,13 +14,18 @@ Paimon's batching-dependent quirks (`docs/semantics.md` §1.9) are excluded by c
   row first, as §0.1 does.
 - Q4 (`sequence.field.sort-order=descending` holds across commits only), and Q6 where a commit's fold
   meets the stored row in `sequence.field` order: a table with a descending order, and a partial-update
-  or aggregation table with a `sequence.field`, gets at most one record per key in a commit.
+  or aggregation table with a `sequence.field`, gets at most one record per key in a commit; so does
+  a table with a DECIMAL `product` (every step rounds to the scale, so a commit's fold rounds
+  otherwise than the records applied in turn).
 - Q5 (a partial-update merge starts from its first record, whatever its kind): under sequence groups a
   key without a row starts with a `+I` whose every group sequence is set; without groups a retraction
   follows another record of its key in its commit, and a table with a `sequence.field` (where a
   retraction could sort before the stored row) gets no retraction that is merged.
 - Q7 (a NaN sequence equals every value): no sequence column, `sequence.field` or group sequence,
   holds NaN.
+- Q9 (a key's lone record passes through Paimon's merge unfolded): a distinct `collect` column's
+  array never repeats an element, and a `nested_update` column with a `nested-key` never repeats a
+  key, in one record.
 - Q6 (a commit's records of a key are folded together before they meet the stored row): where a
   retraction reaches a function or a group (sequence groups, aggregation, unless `ignore-delete`), a
   retraction is the only record of its key in its commit; a function inside a sequence group is one
@@ -32,11 +37,13 @@ from __future__ import annotations
 import math
 import random
 import sys
+from collections.abc import Callable
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 from paimon_oracle import Workload
+from pyroaring import BitMap
 
 # Spark type -> the pool its values are drawn from (small, so ties and repeats happen).
 _TYPES = (
@@ -52,11 +59,15 @@ _TYPES = (
     "date",
     "timestamp_ntz",
 )
+# Nested types: plain value columns, or aggregated by their functions (collect, merge_map, nested_update).
+_NESTED_TYPES = ("array<int>", "map<string,int>", "struct<a:int,b:string>", "array<struct<id:int,v:string>>")
+_VALUE_TYPES = (*_TYPES, *_NESTED_TYPES)
 _SEQUENCE_TYPES = ("int", "bigint", "decimal(10,2)", "double", "date", "timestamp_ntz")
 _NUMERIC = ("int", "bigint", "decimal(10,2)", "decimal(38,10)", "float", "double")
+_PRODUCERS = ("input", "lookup", "lookup", "full-compaction")
 _ENGINES = ("deduplicate", "partial-update", "partial-update-groups", "aggregation", "first-row")
 # An aggregation table's columns may also be BOOLEAN (for bool_and / bool_or).
-_AGGREGATED_TYPES = (*_TYPES, "boolean")
+_AGGREGATED_TYPES = (*_VALUE_TYPES, "boolean", "binary")
 # Per type: the aggregate functions an aggregation column draws from (sum weighted up: its retraction
 # is the most used); every one takes any record order of a commit (Q6) except listagg, whose fold
 # concatenates in arrival order, as the merge with the stored row does.
@@ -77,9 +88,23 @@ _FUNCTIONS: dict[str, tuple[str, ...]] = {
     "date": _ANY_TYPE_FUNCTIONS,
     "timestamp_ntz": _ANY_TYPE_FUNCTIONS,
     "boolean": ("bool_and", "bool_or", "bool_and", "bool_or", "last_value", "first_non_null_value"),
+    "array<int>": ("collect", "collect", "last_value", "last_non_null_value", "first_non_null_value"),
+    "map<string,int>": ("merge_map", "merge_map", "last_value"),
+    "struct<a:int,b:string>": ("last_value", "first_value", "last_non_null_value"),
+    "array<struct<id:int,v:string>>": ("nested_update", "nested_update", "collect"),
+    "binary": ("rbm32", "rbm32", "last_value"),  # a serialized RoaringBitmap32
 }
 # Functions that refuse a retraction unless `ignore-retract` (docs/semantics.md 1.6).
-_NOT_RETRACTING = ("max", "min", "first_value", "first_non_null_value", "listagg", "bool_and", "bool_or")
+_NOT_RETRACTING = (
+    "max",
+    "min",
+    "first_value",
+    "first_non_null_value",
+    "listagg",
+    "bool_and",
+    "bool_or",
+    "rbm32",
+)
 
 
 # Now and then a value is one of its type's edges instead: the extremes of its range and, for doubles,
@@ -99,6 +124,8 @@ _EDGES: dict[str, tuple[Any, ...]] = {
     "date": (date(1, 1, 1), date(9999, 12, 31)),
     "timestamp_ntz": (datetime(1, 1, 1), datetime(9999, 12, 31, 23, 59, 59, 999999)),
     "boolean": (),
+    **{t: () for t in _NESTED_TYPES},
+    "binary": (),
 }
 
 
@@ -127,6 +154,8 @@ def _value(
 ) -> Any:
     if rng.random() < null_rate:
         return None
+    if spark_type in (*_NESTED_TYPES, "binary"):
+        return _nested_value(rng, spark_type)
     if not blank and spark_type == "string":
         return rng.choice(_NON_BLANK)
     if edges and _EDGES[spark_type] and rng.random() < _EDGE_RATE:
@@ -151,6 +180,37 @@ def _value(
     return datetime(2024, 1, 1) + timedelta(seconds=n, microseconds=rng.choice([0, 1]))
 
 
+def _nested_value(rng: random.Random, spark_type: str) -> Any:
+    """A short array, map, struct or bitmap of values from tiny pools (so that elements, keys and
+    nested keys repeat), now and then holding a NULL."""
+
+    def small() -> int | None:
+        return None if rng.random() < 0.1 else rng.randint(-1, 3)
+
+    def text() -> str | None:
+        return None if rng.random() < 0.1 else rng.choice(("x", "y", "z"))
+
+    count = rng.randint(0, 3)
+    if spark_type == "binary":
+        # Values at and above 2^31 too: a RoaringBitmap32 holds unsigned 32-bit values.
+        return BitMap(rng.choice((0, 1, 2, 5, 2**31, 2**32 - 1)) for _ in range(count)).serialize()
+    if spark_type == "array<int>":
+        return [small() for _ in range(count)]
+    if spark_type == "map<string,int>":
+        return {rng.choice(("a", "b", "c")): small() for _ in range(count)}
+    if spark_type == "struct<a:int,b:string>":
+        return (small(), text())
+    return [(rng.randint(0, 2), text()) for _ in range(count)]
+
+
+def _first_of_each(elements: list[Any], identity: Callable[[Any], Any]) -> list[Any]:
+    """The elements in order, each identity's first only."""
+    firsts: dict[Any, Any] = {}
+    for element in elements:
+        firsts.setdefault(identity(element), element)
+    return list(firsts.values())
+
+
 class _Table:
     """A random definition: columns, options, and what records its workload may hold."""
 
@@ -169,22 +229,29 @@ class _Table:
         self.retraction_follows = False  # a retraction follows a record of its key in its commit (Q5)
         self.without_edges: set[str] = set()  # columns whose values are never edges
         self.without_blanks: set[str] = set()  # string columns that never hold a blank string
+        # Array columns whose every value holds an element (distinct collect) or a nested key
+        # (nested_update with a nested-key) at most once (Q9), by what identifies it.
+        self.without_repeats: dict[str, Callable[[Any], Any]] = {}
         getattr(self, "_" + self.engine.replace("-", "_"))()
+        self._changelog_producer()
         # A retraction alone in its commit for its key (Q6).
         self.lone_retractions = (
             bool(self.groups) or self.aggregating
         ) and "ignore-delete" not in self.options
 
-    def _add(self, prefix: str, types: tuple[str, ...] = _TYPES) -> str:
+    def _add(self, prefix: str, types: tuple[str, ...] = _VALUE_TYPES) -> str:
         name = f"{prefix}{len(self.columns)}"
         self.columns.append((name, self.rng.choice(types)))
         return name
 
     def _restrict_values(self, column: str, function: str) -> None:
         """Keep out of `column` the values (edges, blanks) on which `function` depends on Paimon's version or
-        on the fold order of a commit (Q6): see the comments above `_value`."""
+        on the fold order of a commit (Q6): see the comments above `_value`. A DECIMAL product rounds
+        at every step, so its table gets one record per key in a commit (Q6)."""
         if function in ("sum", "product"):
             self.without_edges.add(column)
+        if function == "product" and dict(self.columns)[column].startswith("decimal"):
+            self.one_per_commit = True
         if function == "listagg":
             self.without_blanks.add(column)
 
@@ -198,6 +265,16 @@ class _Table:
             if self.rng.random() < 0.3:
                 self.options["sequence.field.sort-order"] = "descending"
                 self.one_per_commit = True
+
+    def _changelog_producer(self) -> None:
+        """Half the tables produce a changelog, compared commit by commit; first-row takes only
+        `lookup` (F3), and Paimon's refusal of the others is an outcome too."""
+        if self.rng.random() < 0.5:
+            return
+        producer = self.rng.choice(_PRODUCERS)
+        self.options["changelog-producer"] = producer
+        if producer != "input" and self.rng.random() < 0.3:
+            self.options["changelog-producer.row-deduplicate"] = "true"
 
     def _deduplicate(self) -> None:
         self.options["merge-engine"] = "deduplicate"
@@ -268,14 +345,23 @@ class _Table:
             self._restrict_values(name, function)
             if function in _NOT_RETRACTING and self.rng.random() < 0.8:
                 self.options[f"fields.{name}.ignore-retract"] = "true"
-            if function == "listagg" and self.rng.random() < 0.4:
+            if function == "collect" and "struct" in dict(self.columns)[name]:
+                # Paimon fails to retract a row from a collect of rows: `FieldCollectAgg.equals` calls
+                # `equals` of a row read from a file ("ColumnarRowData do not support equals").
+                self.options[f"fields.{name}.ignore-retract"] = "true"
+            if function in ("listagg", "collect") and self.rng.random() < 0.4:
                 self.options[f"fields.{name}.distinct"] = "true"
+                if function == "collect":
+                    self.without_repeats[name] = repr
+            if function == "nested_update" and self.rng.random() < 0.6:
+                self.options[f"fields.{name}.nested-key"] = "id"
+                self.without_repeats[name] = lambda element: element[0]
         self._sequence_field(0.3)
-        self.one_per_commit = "sequence.field" in self.options
+        self.one_per_commit |= "sequence.field" in self.options
         choice = self.rng.random()
         if choice < 0.2:
             self.options["ignore-delete"] = "true"
-        elif choice < 0.45 and not self.one_per_commit:
+        elif choice < 0.45 and "sequence.field" not in self.options:
             self.options["aggregation.remove-record-on-delete"] = "true"
             self.removing = True
 
@@ -293,6 +379,10 @@ class _Table:
             )
             for name, t in self.columns[1:]
         )
+        values = (
+            _first_of_each(v, self.without_repeats[name]) if name in self.without_repeats and v else v
+            for (name, _), v in zip(self.columns[1:], values, strict=True)
+        )
         return kind, (key, *values)
 
 
@@ -305,12 +395,13 @@ def workload(
     rng: random.Random,
     keys: int = 5,
     max_commits: int = 4,
-    max_records: int = 10,
+    max_records: int | None = None,
     function: str | None = None,
 ) -> Workload:
     """One random table and its commits: inserts, updates with before-images, deletes, duplicate keys
-    inside a commit, out-of-order sequences and NULLs. With `function`, an aggregation table whose
-    every value column aggregates with it."""
+    inside a commit, out-of-order sequences and NULLs. A commit holds up to `max_records` records
+    (twice the keys unless given), so that keys repeat at any scale. With `function`, an aggregation
+    table whose every value column aggregates with it."""
     table = _Table(rng, function)
     live: set[int] = set()  # keys holding a row as far as the generator can tell (for Q2)
     commits = []
@@ -318,7 +409,7 @@ def workload(
         records: list[tuple[str, tuple[Any, ...]]] = []
         closed: set[int] = set()  # keys whose records in this commit are complete (Q1, Q4, Q6)
         touched: set[int] = set()
-        for _ in range(rng.randint(1, max_records)):
+        for _ in range(rng.randint(1, max_records or 2 * keys)):
             key = rng.choice([k for k in range(keys) if k not in closed] or [None])
             if key is None:
                 break

@@ -1,10 +1,11 @@
 """Apache Paimon itself as the oracle: random CDC workloads over random table definitions
 (`tests/paimon_workloads.py`) go through Paimon (`tests/paimon_oracle.py`) and through `WideTable.write`
-on Sail; the merged tables, or the fact of a refusal, must be equal.
+on Sail; the merged tables and each commit's changelog, or the refusals and their messages, must be
+equal.
 
 CI runs a fixed seed: random tables, and tables of each aggregate function alone (`function_tour`); a
-long run is `python tests/test_paimon_differential.py --tables 500 --seed 7`
-(from the worktree, with `make jars` done; it prints every disagreement and the figures).
+long run is `python tests/test_paimon_differential.py --tables 500 --keys 200 --seed 7` (100,000 keys;
+from the worktree, with `make jars` done; it prints every disagreement and the figures).
 """
 
 from __future__ import annotations
@@ -16,15 +17,16 @@ import re
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
-from paimon_oracle import Outcome, PaimonOracle, Workload, sort_rows
+from paimon_oracle import Outcome, PaimonOracle, Rows, Workload, plain, sort_rows
 from paimon_workloads import aggregated_by, workload
+from pyroaring import BitMap
 
 from wide_assets import WideTable
 from wide_assets.schema import Column
@@ -46,18 +48,33 @@ class Disagreement:
 
 
 def run_ours(spark: Any, path: Path, w: Workload) -> Outcome:
-    """The workload through `WideTable.write`, one write per commit; an error is an outcome."""
+    """The workload through `WideTable.write`, one write per commit, and with a changelog producer each
+    commit's changelog; an error is an outcome."""
     columns = [Column(name, t, nullable=name not in w.primary_key) for name, t in w.columns]
     ddl = ", ".join(c.ddl for c in columns) + ", _row_kind string, _offset bigint"
     try:
         table = WideTable.create(spark, path, columns, list(w.primary_key), w.options)
+        commits = []
         for commit in w.commits:
             rows = [(*values, kind, offset) for offset, (kind, values) in enumerate(commit)]
-            table.write(spark.createDataFrame(rows, ddl))
+            commits.append(table.write(spark.createDataFrame(rows, ddl)).commit)
         read = table.read().collect()
+        entries = (
+            table.changelog().collect() if w.options.get("changelog-producer", "none") != "none" else None
+        )
     except Exception as error:  # a refusal is compared with Paimon's
         return Outcome(None, f"{type(error).__name__}: {error}")
-    return Outcome(sort_rows([tuple(row[c.name] for c in columns) for row in read]), None)
+
+    def values(row: Any) -> tuple[Any, ...]:
+        return tuple(plain(row[c.name], c.type) for c in columns)
+
+    merged = sort_rows([values(row) for row in read])
+    if entries is None:
+        return Outcome(merged, None)
+    changelog = tuple(
+        sort_rows([(e["_row_kind"], *values(e)) for e in entries if e["_commit"] == n]) for n in commits
+    )
+    return Outcome(merged, None, changelog)
 
 
 def root_message(chain: str) -> str:
@@ -67,22 +84,103 @@ def root_message(chain: str) -> str:
 
 
 def same(paimon: Outcome, ours: Outcome) -> bool:
-    """The same rows (as text: NaN is not equal to itself), or both refused with Paimon's message."""
+    """The same rows and, where Paimon has one, the same changelog per commit (as text: NaN is not equal
+    to itself), or both refused with Paimon's message."""
     if paimon.error is not None or ours.error is not None:
         if paimon.error is None or ours.error is None:
             return False
         return root_message(paimon.error) in ours.error
     assert paimon.rows is not None and ours.rows is not None
-    return [[repr(v) for v in row] for row in paimon.rows] == [[repr(v) for v in row] for row in ours.rows]
+    if paimon.changelog is not None and [_as_text(c) for c in paimon.changelog] != [
+        _as_text(c) for c in ours.changelog or ()
+    ]:
+        return False
+    return _as_text(paimon.rows) == _as_text(ours.rows)
+
+
+def _as_text(rows: Rows) -> list[list[str]]:
+    return [[repr(v) for v in row] for row in rows]
+
+
+def as_we_choose(paimon: Outcome, w: Workload) -> Outcome:
+    """Paimon's outcome with our deliberate choices applied to its changelog (docs/semantics.md F3,
+    C6): a first-row table announces a new key as `+I`, where Paimon passes on the first record's own
+    kind; `row-deduplicate` drops an unchanged row that holds an array with a NULL element or a map
+    with a NULL value, which Paimon's generated equaliser finds unequal to itself."""
+    if paimon.changelog is None:
+        return paimon
+    changelog = paimon.changelog
+    if w.options.get("merge-engine") == "first-row":
+        changelog = tuple(sort_rows([("+I", *row[1:]) for row in c]) for c in changelog)
+    if w.options.get("changelog-producer.row-deduplicate") == "true":
+        changelog = tuple(sort_rows(_without_unchanged_nested_nulls(c, w)) for c in changelog)
+    return replace(paimon, changelog=changelog)
+
+
+def _without_unchanged_nested_nulls(entries: Rows, w: Workload) -> list[tuple[Any, ...]]:
+    """A commit's changelog without the `-U`/`+U` pairs of one key whose images are equal and hold an
+    array with a NULL element or a map with a NULL value."""
+    key = [n + 1 for n, (name, _) in enumerate(w.columns) if name in w.primary_key]
+
+    def nested_null(entry: tuple[Any, ...]) -> bool:
+        """Whether an array holds a NULL element, or a map (its sorted entries) a NULL value."""
+        return any(
+            v is not None
+            and (
+                (t.startswith("array<") and None in v)
+                or (t.startswith("map<") and any(e[1] is None for e in v))
+            )
+            for v, (_, t) in zip(entry[1:], w.columns, strict=True)
+        )
+
+    dropped = set()
+    for before in entries:
+        after = ("+U", *before[1:])
+        if before[0] == "-U" and after in entries and nested_null(before):
+            same_key = [e for e in entries if [repr(e[n]) for n in key] == [repr(before[n]) for n in key]]
+            if len(same_key) == 2:
+                dropped.update({repr(before), repr(after)})
+    return [e for e in entries if repr(e) not in dropped]
+
+
+def as_sets(outcome: Outcome, w: Workload) -> Outcome:
+    """The outcome with the arrays of each distinct `collect` column and of each `nested_update`
+    column with a `nested-key` sorted: Paimon's order is a HashSet's (`FieldCollectAgg.agg`) or a
+    HashMap's (`FieldNestedUpdateAgg.agg`), so such a column is compared as a set; and each `rbm32`
+    bitmap as its values (pyroaring), whichever containers its serialized form chose."""
+
+    def as_set(name: str) -> Callable[[Any], Any] | None:
+        function = w.options.get(f"fields.{name}.aggregate-function")
+        if function == "rbm32":
+            return lambda v: list(BitMap.deserialize(v))
+        unordered = (function == "collect" and w.options.get(f"fields.{name}.distinct") == "true") or (
+            function == "nested_update" and f"fields.{name}.nested-key" in w.options
+        )
+        return (lambda v: sorted(v, key=repr)) if unordered else None
+
+    sets = {n: f for n, (name, _) in enumerate(w.columns) if (f := as_set(name))}
+    if not sets or outcome.rows is None:
+        return outcome
+
+    def sorted_sets(row: tuple[Any, ...], at: int) -> tuple[Any, ...]:
+        return tuple(sets[n - at](v) if n - at in sets and v is not None else v for n, v in enumerate(row))
+
+    changelog = outcome.changelog and tuple(
+        sort_rows([sorted_sets(row, 1) for row in c]) for c in outcome.changelog
+    )
+    return replace(
+        outcome, rows=sort_rows([sorted_sets(row, 0) for row in outcome.rows]), changelog=changelog
+    )
 
 
 def differences(
-    spark: Any, oracle: PaimonOracle, workloads: Sequence[Workload], lake: Path
+    spark: Any, workloads: Sequence[Workload], outcomes: Sequence[Outcome], lake: Path
 ) -> list[Disagreement]:
+    """The workloads whose run through us differs from Paimon's `outcomes`."""
     found = []
-    for n, (w, paimon) in enumerate(zip(workloads, oracle.run(workloads), strict=True)):
+    for n, (w, paimon) in enumerate(zip(workloads, outcomes, strict=True)):
         ours = run_ours(spark, lake / f"t{n}", w)
-        if not same(paimon, ours):
+        if not same(as_sets(as_we_choose(paimon, w), w), as_sets(ours, w)):
             found.append(Disagreement(w, paimon, ours))
     return found
 
@@ -103,7 +201,7 @@ def function_tour(seed: int, per_function: int) -> list[Workload]:
 def test_wide_table_holds_what_paimon_holds(spark: Any, tmp_path: Path) -> None:
     oracle = PaimonOracle(_JARS, tmp_path / "oracle")
     chosen = workloads(CI_SEED, CI_TABLES) + function_tour(CI_SEED, CI_TABLES_PER_FUNCTION)
-    found = differences(spark, oracle, chosen, tmp_path / "lake")
+    found = differences(spark, chosen, oracle.run(chosen), tmp_path / "lake")
     assert not found, "\n\n".join(map(str, found))
 
 
@@ -255,6 +353,34 @@ MINIMIZED = {
         ((0, 1.0, 9),),
         ((0, math.nan, 5),),
     ),
+    "Q9 a lone record's distinct collect keeps its repeats": (
+        Workload(
+            (("k", "int"), ("a", "array<int>")),
+            ("k",),
+            {
+                "merge-engine": "aggregation",
+                "fields.a.aggregate-function": "collect",
+                "fields.a.distinct": "true",
+            },
+            ((("+I", (1, [1, 1, 2])),),),
+        ),
+        ((1, [1, 1, 2]),),
+        ((1, [1, 2]),),
+    ),
+    "Q9 a lone record's keyed nested_update keeps both rows of a key": (
+        Workload(
+            (("k", "int"), ("n", "array<struct<id:int,v:string>>")),
+            ("k",),
+            {
+                "merge-engine": "aggregation",
+                "fields.n.aggregate-function": "nested_update",
+                "fields.n.nested-key": "id",
+            },
+            ((("+I", (1, [(2, "z"), (2, "y")])),),),
+        ),
+        ((1, [(2, "z"), (2, "y")]),),
+        ((1, [(2, "y")]),),
+    ),
 }
 
 
@@ -329,6 +455,80 @@ def test_a_double_product_retraction_by_zero_is_ieee_on_every_engine(any_spark: 
 
 
 @pytest.mark.jvm
+def test_a_stored_list_meets_a_written_one_in_a_sequence_group(spark: Any, tmp_path: Path) -> None:
+    """Array, map, struct and array-of-struct columns under sequence groups: the second commit folds
+    stored lists (read from Parquet) with written ones in one struct, which Sail 0.7.2 refused
+    (`Child type mismatch ... field: 'element'`) until stored nested columns were cast to their
+    declared types (`sql.as_declared`)."""
+    w = Workload(
+        (
+            ("k", "int"),
+            ("g", "bigint"),
+            ("a", "array<int>"),
+            ("m", "map<string,int>"),
+            ("h", "int"),
+            ("s", "struct<a:int,b:string>"),
+            ("n", "array<struct<id:int,v:string>>"),
+        ),
+        ("k",),
+        {
+            "merge-engine": "partial-update",
+            "fields.g.sequence-group": "a,m",
+            "fields.h.sequence-group": "s,n",
+        },
+        (
+            (("+I", (1, 1, [1, 2], {"x": 1}, 1, (1, "x"), [(1, "x")])),),
+            (("+U", (1, 2, [3, None], {"y": None}, None, (2, "y"), [(2, "y")])),),
+            (("+U", (1, 1, [4], {}, 2, None, [])), ("+I", (2, None, None, None, 1, (3, None), [(3, None)]))),
+        ),
+    )
+    (paimon,) = PaimonOracle(_JARS, tmp_path / "oracle").run([w])
+    assert paimon.rows == (
+        (1, 2, [3, None], (("y", None),), 2, None, []),
+        (2, None, None, None, 1, (3, None), [(3, None)]),
+    )
+    assert same(paimon, run_ours(spark, tmp_path / "t", w))
+
+
+@pytest.mark.jvm
+def test_a_first_row_changelog_announces_a_new_key_as_an_insert(spark: Any, tmp_path: Path) -> None:
+    """F3, a deliberate choice: Paimon's `FirstRowMergeFunctionWrapper.getResult` passes a new key's
+    first record on with its own kind (`+U` here); we announce it as `+I`, as Paimon's lookup producer
+    does on every other engine (`LookupChangelogMergeFunctionWrapper.setChangelog`)."""
+    w = Workload(
+        (("k", "int"), ("v", "int")),
+        ("k",),
+        {"merge-engine": "first-row", "changelog-producer": "lookup"},
+        ((("+U", (1, 5)), ("+I", (2, 6))), (("+U", (1, 7)), ("+I", (3, 8)))),
+    )
+    (paimon,) = PaimonOracle(_JARS, tmp_path / "oracle").run([w])
+    assert paimon.changelog == ((("+I", 2, 6), ("+U", 1, 5)), (("+I", 3, 8),))
+    assert run_ours(spark, tmp_path / "t", w).changelog == ((("+I", 1, 5), ("+I", 2, 6)), (("+I", 3, 8),))
+
+
+@pytest.mark.jvm
+@pytest.mark.parametrize("producer", ["lookup", "full-compaction"])
+def test_row_deduplicate_drops_an_unchanged_array_with_a_null_element(
+    spark: Any, tmp_path: Path, producer: str
+) -> None:
+    """C6, a deliberate choice: the same row written twice gives no changelog under
+    `row-deduplicate`; Paimon finds an array with a NULL element, or a map with a NULL value, unequal
+    to itself and emits a pair of equal images."""
+    row = (1, [1, None], {"a": None}, (None, "x"))
+    w = Workload(
+        (("k", "int"), ("a", "array<int>"), ("m", "map<string,int>"), ("s", "struct<a:int,b:string>")),
+        ("k",),
+        {"changelog-producer": producer, "changelog-producer.row-deduplicate": "true"},
+        ((("+I", row),), (("+I", row),)),
+    )
+    (paimon,) = PaimonOracle(_JARS, tmp_path / "oracle").run([w])
+    image = (1, [1, None], (("a", None),), (None, "x"))
+    assert paimon.changelog == ((("+I", *image),), (("+U", *image), ("-U", *image)))
+    assert run_ours(spark, tmp_path / "t", w).changelog == ((("+I", *image),), ())
+    assert same(as_we_choose(paimon, w), run_ours(spark, tmp_path / "u", w))
+
+
+@pytest.mark.jvm
 def test_minimized_disagreements(spark: Any, tmp_path: Path) -> None:
     """Each disagreement found stays decided: Paimon gives its rows, we give ours (docs/semantics.md)."""
     oracle = PaimonOracle(_JARS, tmp_path / "oracle")
@@ -346,7 +546,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--tables", type=int, default=100)
     parser.add_argument("--seed", type=int, default=CI_SEED)
-    parser.add_argument("--keys", type=int, default=5)
+    parser.add_argument(
+        "--keys", type=int, default=5, help="keys per table (a commit holds up to twice as many records)"
+    )
     args = parser.parse_args(argv)
     from wide_assets.session import get_spark
 
@@ -355,12 +557,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as work:
         oracle = PaimonOracle(_JARS, Path(work) / "oracle")
         chosen = workloads(args.seed, args.tables, args.keys)
-        found = differences(spark, oracle, chosen, Path(work) / "lake")
+        paimon = oracle.run(chosen)
+        found = differences(spark, chosen, paimon, Path(work) / "lake")
     for disagreement in found:
         print(f"{disagreement}\n")
     records = sum(len(c) for w in chosen for c in w.commits)
+    changelogs = sum(len(c) for outcome in paimon for c in outcome.changelog or ())
     print(
-        f"{len(found)} disagreement(s) in {args.tables} tables, {records} records, seed {args.seed}, "
+        f"{len(found)} disagreement(s) in {args.tables} tables, {args.tables * args.keys} keys, "
+        f"{records} records, {changelogs} changelog entries, seed {args.seed}, "
         f"{time.monotonic() - started:.0f} s"
     )
     return 1 if found else 0

@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import Any
 
 from wide_assets.errors import ERROR_MARKER
+from wide_assets.schema import Column
 
 
 class RowKind(StrEnum):
@@ -30,6 +31,17 @@ RETRACTS = (RowKind.UPDATE_BEFORE, RowKind.DELETE)
 def quote(name: str) -> str:
     """A column or table name as a back-quoted identifier."""
     return "`" + name.replace("`", "``") + "`"
+
+
+def as_declared(declared: Iterable[Column]) -> list[str]:
+    """Select expressions for stored columns, each nested one cast to its declared type. Sail 0.7.2
+    reads a Parquet list with its element field named `element` where every cast or written list
+    names it `item`, and a merge that puts a stored list and a written one in one struct then fails
+    (`Child type mismatch ... List(Int32, field: 'element')`); the cast gives them one name."""
+    return [
+        f"CAST({quote(c.name)} AS {c.type}) AS {quote(c.name)}" if "<" in c.type else quote(c.name)
+        for c in declared
+    ]
 
 
 def columns(names: Iterable[str], prefix: str = "") -> str:

@@ -1,9 +1,11 @@
 // Apache Paimon as the differential oracle of tests/test_paimon_differential.py, driven through its Java
 // API (paimon-bundle, Hadoop and Jackson from pyspark's jars). Usage: java PaimonOracle <warehouse>;
 // stdin: one workload per line, {"columns": [[name, TYPE]], "primary_key": [...], "options": {...},
-// "commits": [[[rowkind, [values]]]]}; stdout: one line each, {"rows": [[rowkind, values...]]} or
-// {"error": "..."}. Values: integers and dates (days) as numbers, timestamps as epoch microseconds,
-// doubles and decimals as text. tests/paimon_oracle.py compiles and runs it.
+// "commits": [[[rowkind, [values]]]]}; stdout: one line each, {"rows": [[rowkind, values...]],
+// "changelog": [[[rowkind, values...]] per commit]} (the changelog only with a changelog-producer) or
+// {"error": "..."}. Types are Spark's names. Values: integers and dates (days) as numbers, timestamps
+// as epoch microseconds, doubles and decimals as text, bytes as base64; an array or a row as a JSON
+// array, a map as an array of [key, value] pairs. tests/paimon_oracle.py compiles and runs it.
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
@@ -14,9 +16,12 @@ import java.io.PrintStream;
 import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Base64;
 import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.apache.paimon.Snapshot;
 import org.apache.paimon.catalog.Catalog;
 import org.apache.paimon.catalog.CatalogContext;
 import org.apache.paimon.catalog.CatalogFactory;
@@ -24,22 +29,32 @@ import org.apache.paimon.catalog.Identifier;
 import org.apache.paimon.data.BinaryRow;
 import org.apache.paimon.data.BinaryString;
 import org.apache.paimon.data.Decimal;
+import org.apache.paimon.data.GenericArray;
+import org.apache.paimon.data.GenericMap;
 import org.apache.paimon.data.GenericRow;
+import org.apache.paimon.data.InternalArray;
+import org.apache.paimon.data.InternalMap;
 import org.apache.paimon.data.InternalRow;
 import org.apache.paimon.data.Timestamp;
 import org.apache.paimon.disk.IOManager;
 import org.apache.paimon.fs.Path;
 import org.apache.paimon.reader.RecordReader;
 import org.apache.paimon.schema.Schema;
-import org.apache.paimon.table.Table;
+import org.apache.paimon.table.FileStoreTable;
 import org.apache.paimon.table.sink.BatchTableCommit;
 import org.apache.paimon.table.sink.BatchTableWrite;
 import org.apache.paimon.table.sink.BatchWriteBuilder;
 import org.apache.paimon.table.source.ReadBuilder;
+import org.apache.paimon.table.source.ScanMode;
+import org.apache.paimon.table.source.Split;
+import org.apache.paimon.types.ArrayType;
+import org.apache.paimon.types.DataField;
 import org.apache.paimon.types.DataType;
 import org.apache.paimon.types.DataTypes;
 import org.apache.paimon.types.DecimalType;
+import org.apache.paimon.types.MapType;
 import org.apache.paimon.types.RowKind;
+import org.apache.paimon.types.RowType;
 
 /** Reads one table workload per stdin line (JSON), runs it through Paimon, prints its merged rows. */
 public final class PaimonOracle {
@@ -57,7 +72,7 @@ public final class PaimonOracle {
       Identifier id = Identifier.create("oracle", "t" + counter++);
       ObjectNode answer = JSON.createObjectNode();
       try {
-        answer.set("rows", run(catalog, id, JSON.readTree(line), args[0] + "/spill"));
+        run(catalog, id, JSON.readTree(line), args[0] + "/spill", answer);
       } catch (Exception e) {
         StringBuilder message = new StringBuilder();
         for (Throwable t = e; t != null; t = t.getCause()) {
@@ -70,7 +85,8 @@ public final class PaimonOracle {
     }
   }
 
-  private static ArrayNode run(Catalog catalog, Identifier id, JsonNode workload, String spill)
+  private static void run(
+      Catalog catalog, Identifier id, JsonNode workload, String spill, ObjectNode answer)
       throws Exception {
     List<DataType> types = new ArrayList<>();
     Schema.Builder schema = Schema.newBuilder();
@@ -88,8 +104,15 @@ public final class PaimonOracle {
       schema.option(option.getKey(), option.getValue().asText());
     }
     catalog.createTable(id, schema.build(), false);
-    Table table = catalog.getTable(id);
+    FileStoreTable table = (FileStoreTable) catalog.getTable(id);
+    InternalRow.FieldGetter[] getters = new InternalRow.FieldGetter[types.size()];
+    for (int i = 0; i < getters.length; i++) {
+      getters[i] = InternalRow.createFieldGetter(types.get(i), i);
+    }
+    boolean producing = !"none".equals(table.coreOptions().changelogProducer().toString());
+    ArrayNode changelog = JSON.createArrayNode();
     for (JsonNode batch : workload.get("commits")) {
+      Long before = table.snapshotManager().latestSnapshotId();
       BatchWriteBuilder builder = table.newBatchWriteBuilder();
       // first-row and lookup need a spill directory.
       try (BatchTableWrite write = builder.newWrite().withIOManager(IOManager.create(spill));
@@ -101,15 +124,39 @@ public final class PaimonOracle {
         write.compact(BinaryRow.EMPTY_ROW, 0, true);
         commit.commit(write.prepareCommit());
       }
+      if (producing) {
+        changelog.add(changelogSince(table, before == null ? 0 : before, getters, types));
+      }
     }
     ReadBuilder read = table.newReadBuilder();
-    ArrayNode rows = JSON.createArrayNode();
-    InternalRow.FieldGetter[] getters = new InternalRow.FieldGetter[types.size()];
-    for (int i = 0; i < getters.length; i++) {
-      getters[i] = InternalRow.createFieldGetter(types.get(i), i);
+    answer.set("rows", rows(read, read.newScan().plan().splits(), getters, types));
+    if (producing) {
+      answer.set("changelog", changelog);
     }
-    try (RecordReader<InternalRow> reader =
-        read.newRead().createReader(read.newScan().plan().splits())) {
+  }
+
+  /** The changelog files of the snapshots after `before` (a commit's APPEND and COMPACT snapshots), as
+   * Paimon's streaming read of a changelog-producer table reads them (ChangelogFollowUpScanner). */
+  private static ArrayNode changelogSince(
+      FileStoreTable table, long before, InternalRow.FieldGetter[] getters, List<DataType> types)
+      throws Exception {
+    List<Split> splits = new ArrayList<>();
+    Long latest = table.snapshotManager().latestSnapshotId();
+    for (long id = before + 1; latest != null && id <= latest; id++) {
+      Snapshot snapshot = table.snapshotManager().snapshot(id);
+      if (snapshot.changelogManifestList() != null) {
+        splits.addAll(
+            table.newSnapshotReader().withMode(ScanMode.CHANGELOG).withSnapshot(snapshot).read().splits());
+      }
+    }
+    return rows(table.newReadBuilder(), splits, getters, types);
+  }
+
+  private static ArrayNode rows(
+      ReadBuilder read, List<Split> splits, InternalRow.FieldGetter[] getters, List<DataType> types)
+      throws Exception {
+    ArrayNode rows = JSON.createArrayNode();
+    try (RecordReader<InternalRow> reader = read.newRead().createReader(splits)) {
       reader.forEachRemaining(
           row -> {
             ArrayNode values = rows.addArray();
@@ -122,24 +169,96 @@ public final class PaimonOracle {
     return rows;
   }
 
+  /** A Spark type name (`int`, `decimal(10,2)`, `array<int>`, `map<string,int>`, `struct<a:int>`). */
   private static DataType parseType(String text) {
-    String upper = text.toUpperCase();
-    if (upper.startsWith("DECIMAL(")) {
-      String[] ps = upper.substring(8, upper.length() - 1).split(",");
-      return DataTypes.DECIMAL(Integer.parseInt(ps[0].trim()), Integer.parseInt(ps[1].trim()));
+    TypeReader reader = new TypeReader(text.replace(" ", "").toLowerCase());
+    DataType type = reader.type();
+    if (reader.at < reader.text.length()) {
+      throw new IllegalArgumentException("unknown type " + text);
     }
-    switch (upper) {
-      case "BOOLEAN": return DataTypes.BOOLEAN();
-      case "TINYINT": return DataTypes.TINYINT();
-      case "SMALLINT": return DataTypes.SMALLINT();
-      case "INT": return DataTypes.INT();
-      case "BIGINT": return DataTypes.BIGINT();
-      case "FLOAT": return DataTypes.FLOAT();
-      case "DOUBLE": return DataTypes.DOUBLE();
-      case "STRING": return DataTypes.STRING();
-      case "DATE": return DataTypes.DATE();
-      case "TIMESTAMP": return DataTypes.TIMESTAMP(6);
-      default: throw new IllegalArgumentException("unknown type " + text);
+    return type;
+  }
+
+  /** Reads one Spark type name at a time from `text`, recursively for the nested ones. */
+  private static final class TypeReader {
+    final String text;
+    int at;
+
+    TypeReader(String text) {
+      this.text = text;
+    }
+
+    DataType type() {
+      String name = word();
+      switch (name) {
+        case "array": {
+          expect('<');
+          DataType element = type();
+          expect('>');
+          return DataTypes.ARRAY(element);
+        }
+        case "map": {
+          expect('<');
+          DataType key = type();
+          expect(',');
+          DataType value = type();
+          expect('>');
+          return DataTypes.MAP(key.notNull(), value);
+        }
+        case "struct": {
+          expect('<');
+          List<DataField> fields = new ArrayList<>();
+          do {
+            String field = word();
+            expect(':');
+            fields.add(DataTypes.FIELD(fields.size(), field, type()));
+          } while (accept(','));
+          expect('>');
+          return DataTypes.ROW(fields.toArray(new DataField[0]));
+        }
+        case "decimal": {
+          expect('(');
+          int precision = Integer.parseInt(word());
+          expect(',');
+          int scale = Integer.parseInt(word());
+          expect(')');
+          return DataTypes.DECIMAL(precision, scale);
+        }
+        case "boolean": return DataTypes.BOOLEAN();
+        case "tinyint": return DataTypes.TINYINT();
+        case "smallint": return DataTypes.SMALLINT();
+        case "int": return DataTypes.INT();
+        case "bigint": return DataTypes.BIGINT();
+        case "float": return DataTypes.FLOAT();
+        case "double": return DataTypes.DOUBLE();
+        case "string": return DataTypes.STRING();
+        case "binary": return DataTypes.BYTES();
+        case "date": return DataTypes.DATE();
+        case "timestamp_ntz": return DataTypes.TIMESTAMP(6);
+        default: throw new IllegalArgumentException("unknown type " + name + " in " + text);
+      }
+    }
+
+    String word() {
+      int start = at;
+      while (at < text.length() && "<>,:()".indexOf(text.charAt(at)) < 0) {
+        at++;
+      }
+      return text.substring(start, at);
+    }
+
+    boolean accept(char c) {
+      if (at < text.length() && text.charAt(at) == c) {
+        at++;
+        return true;
+      }
+      return false;
+    }
+
+    void expect(char c) {
+      if (!accept(c)) {
+        throw new IllegalArgumentException("expected '" + c + "' at " + at + " of " + text);
+      }
     }
   }
 
@@ -163,12 +282,48 @@ public final class PaimonOracle {
       case FLOAT: return Float.parseFloat(v.asText());
       case DOUBLE: return Double.parseDouble(v.asText());
       case VARCHAR: return BinaryString.fromString(v.asText());
+      case VARBINARY: return Base64.getDecoder().decode(v.asText());
       case TIMESTAMP_WITHOUT_TIME_ZONE: return Timestamp.fromMicros(v.asLong());
       case DECIMAL:
         DecimalType d = (DecimalType) type;
         return Decimal.fromBigDecimal(new BigDecimal(v.asText()), d.getPrecision(), d.getScale());
+      case ARRAY: {
+        DataType element = ((ArrayType) type).getElementType();
+        Object[] elements = new Object[v.size()];
+        for (int i = 0; i < elements.length; i++) {
+          elements[i] = v.get(i).isNull() ? null : fromJson(v.get(i), element);
+        }
+        return new GenericArray(elements);
+      }
+      case MAP: {
+        MapType map = (MapType) type;
+        Map<Object, Object> entries = new LinkedHashMap<>();
+        for (JsonNode entry : v) {
+          entries.put(
+              fromJson(entry.get(0), map.getKeyType()),
+              entry.get(1).isNull() ? null : fromJson(entry.get(1), map.getValueType()));
+        }
+        return new GenericMap(entries);
+      }
+      case ROW: {
+        List<DataType> fields = ((RowType) type).getFieldTypes();
+        GenericRow row = new GenericRow(fields.size());
+        for (int i = 0; i < fields.size(); i++) {
+          row.setField(i, v.get(i).isNull() ? null : fromJson(v.get(i), fields.get(i)));
+        }
+        return row;
+      }
       default: throw new IllegalArgumentException("unsupported " + type);
     }
+  }
+
+  private static ArrayNode elements(InternalArray array, DataType type) {
+    InternalArray.ElementGetter getter = InternalArray.createElementGetter(type);
+    ArrayNode values = JSON.createArrayNode();
+    for (int i = 0; i < array.size(); i++) {
+      values.add(toJson(getter.getElementOrNull(array, i), type));
+    }
+    return values;
   }
 
   private static JsonNode toJson(Object value, DataType type) {
@@ -186,6 +341,29 @@ public final class PaimonOracle {
       case TIMESTAMP_WITHOUT_TIME_ZONE:
         return JSON.getNodeFactory().numberNode(((Timestamp) value).toMicros());
       case DECIMAL: return JSON.getNodeFactory().textNode(((Decimal) value).toBigDecimal().toPlainString());
+      case VARBINARY: return JSON.getNodeFactory().textNode(Base64.getEncoder().encodeToString((byte[]) value));
+      case ARRAY: return elements((InternalArray) value, ((ArrayType) type).getElementType());
+      case MAP: {
+        MapType map = (MapType) type;
+        InternalMap entries = (InternalMap) value;
+        ArrayNode keys = elements(entries.keyArray(), map.getKeyType());
+        ArrayNode values = elements(entries.valueArray(), map.getValueType());
+        ArrayNode pairs = JSON.createArrayNode();
+        for (int i = 0; i < keys.size(); i++) {
+          pairs.addArray().add(keys.get(i)).add(values.get(i));
+        }
+        return pairs;
+      }
+      case ROW: {
+        List<DataType> fields = ((RowType) type).getFieldTypes();
+        ArrayNode values = JSON.createArrayNode();
+        for (int i = 0; i < fields.size(); i++) {
+          values.add(
+              toJson(InternalRow.createFieldGetter(fields.get(i), i).getFieldOrNull((InternalRow) value),
+                  fields.get(i)));
+        }
+        return values;
+      }
       default: return JSON.getNodeFactory().textNode(value.toString());
     }
   }

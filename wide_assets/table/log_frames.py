@@ -12,7 +12,7 @@ from wide_assets.changelog import without_before_images
 from wide_assets.errors import merge_errors
 from wide_assets.merge import changelog_read_from_merge
 from wide_assets.schema import Column
-from wide_assets.sql import columns, quote, string_literal
+from wide_assets.sql import as_declared, columns, quote, string_literal
 from wide_assets.table import arbiter, delta_log
 from wide_assets.table.files import write_files
 from wide_assets.table.log import LOG_INFO, LOG_POSITION, LogSnapshot, Origin
@@ -34,7 +34,7 @@ def log_frame(
     live = log_files(storage, first, last, origin)
     if not live:
         return storage.spark.createDataFrame([], schema)
-    return storage.spark.read.schema(schema).parquet(*live)
+    return storage.spark.read.schema(schema).parquet(*live).selectExpr(*as_declared(log_columns(storage)))
 
 
 def log_files(

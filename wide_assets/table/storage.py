@@ -10,7 +10,7 @@ from pyspark.sql import DataFrame
 
 from wide_assets.errors import TableStateError
 from wide_assets.session import activate
-from wide_assets.sql import RowKind, kind_in, quote
+from wide_assets.sql import RowKind, as_declared, kind_in, quote
 from wide_assets.table.log import CommitLog
 from wide_assets.table_definition import BUCKET_COLUMN, TableDefinition
 
@@ -59,7 +59,7 @@ class Storage:
             reader = reader.option("versionAsOf", version)
         if timestamp is not None:
             reader = reader.option("timestampAsOf", timestamp)
-        return reader.load(self.path).where(where).select(*[quote(c) for c in self.definition.column_names])
+        return reader.load(self.path).where(where).selectExpr(*as_declared(self.definition.columns))
 
     def buckets_of(self, keys: DataFrame) -> str:
         """The buckets `keys` (a frame with the bucket key columns) hash to, as a SQL list."""
