@@ -35,11 +35,20 @@ BITMAP_OPTIONS = [
         BitMap64,
         [2**40, 9, 2**33 + 1],
     ),
+    # Unsigned values at and above 2^63, which a BIGINT holds only as their two's complement.
+    (
+        "rbm64",
+        {"merge-engine": "aggregation", "fields.ids.aggregate-function": "rbm64"},
+        BitMap64,
+        [2**64 - 1, 2**63, 5],
+    ),
 ]
 
 
 @pytest.mark.parametrize(
-    ("name", "options", "bitmap", "values"), BITMAP_OPTIONS, ids=["paimon32", "fluss32", "paimon64"]
+    ("name", "options", "bitmap", "values"),
+    BITMAP_OPTIONS,
+    ids=["paimon32", "fluss32", "paimon64", "paimon64_top_bit"],
 )
 def test_roaring_bitmaps_or_in_the_portable_format(
     engine: tuple[Any, Factory], name: str, options: dict[str, str], bitmap: Any, values: list[int]

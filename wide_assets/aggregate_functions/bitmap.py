@@ -45,12 +45,25 @@ class RoaringBitmap(Aggregator):
         from pyroaring import BitMap, BitMap64
 
         bitmap = BitMap if self.bits == 32 else BitMap64
+        # A 64-bit bitmap holds unsigned values up to 2^64 - 1; the fold's BIGINTs carry those at and
+        # above 2^63 as Java's long does, by their two's complement (0 to 2^32 - 1 fit as they are).
+        wrap = 2**64 if self.bits == 64 else 0
 
         def decode(values: Any) -> Any:
-            return values.map(lambda b: None if b is None else list(bitmap.deserialize(bytes(b))))
+            return values.map(
+                lambda b: (
+                    None
+                    if b is None
+                    else [v - wrap if v >= 2**63 else v for v in bitmap.deserialize(bytes(b))]
+                )
+            )
 
         def encode(values: Any) -> Any:
-            return values.map(lambda v: None if v is None else bitmap(list(v)).serialize())
+            return values.map(
+                lambda v: (
+                    None if v is None else bitmap([int(x) + wrap if x < 0 else int(x) for x in v]).serialize()
+                )
+            )
 
         register_series_function(spark, f"wide_assets_{self.name}_decode", decode, "array<bigint>")
         register_series_function(spark, f"wide_assets_{self.name}_encode", encode, "binary")
