@@ -24,8 +24,8 @@ Paimon's batching-dependent quirks (`docs/semantics.md` §1.9) are excluded by c
 - Q7 (a NaN sequence equals every value): no sequence column, `sequence.field` or group sequence,
   holds NaN.
 - Q9 (a key's lone record passes through Paimon's merge unfolded): a distinct `collect` column's
-  array never repeats an element, and a `nested_update` column with a `nested-key` never repeats a
-  key, in one record.
+  array never repeats an element, and a `nested_update` or `nested_partial_update` column with a
+  `nested-key` never repeats a key, in one record.
 - Q6 (a commit's records of a key are folded together before they meet the stored row): where a
   retraction reaches a function or a group (sequence groups, aggregation, unless `ignore-delete`), a
   retraction is the only record of its key in its commit; a function inside a sequence group is one
@@ -91,7 +91,7 @@ _FUNCTIONS: dict[str, tuple[str, ...]] = {
     "array<int>": ("collect", "collect", "last_value", "last_non_null_value", "first_non_null_value"),
     "map<string,int>": ("merge_map", "merge_map", "last_value"),
     "struct<a:int,b:string>": ("last_value", "first_value", "last_non_null_value"),
-    "array<struct<id:int,v:string>>": ("nested_update", "nested_update", "collect"),
+    "array<struct<id:int,v:string>>": ("nested_update", "nested_update", "collect", "nested_partial_update"),
     "binary": ("rbm32", "rbm32", "last_value"),  # a serialized RoaringBitmap32
 }
 # Functions that refuse a retraction unless `ignore-retract` (docs/semantics.md 1.6).
@@ -104,6 +104,7 @@ _NOT_RETRACTING = (
     "bool_and",
     "bool_or",
     "rbm32",
+    "nested_partial_update",
 )
 
 
@@ -353,7 +354,9 @@ class _Table:
                 self.options[f"fields.{name}.distinct"] = "true"
                 if function == "collect":
                     self.without_repeats[name] = repr
-            if function == "nested_update" and self.rng.random() < 0.6:
+            if function == "nested_partial_update" or (
+                function == "nested_update" and self.rng.random() < 0.6
+            ):
                 self.options[f"fields.{name}.nested-key"] = "id"
                 self.without_repeats[name] = lambda element: element[0]
         self._sequence_field(0.3)

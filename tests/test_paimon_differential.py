@@ -144,9 +144,10 @@ def _without_unchanged_nested_nulls(entries: Rows, w: Workload) -> list[tuple[An
 
 
 def as_sets(outcome: Outcome, w: Workload) -> Outcome:
-    """The outcome with the arrays of each distinct `collect` column and of each `nested_update`
-    column with a `nested-key` sorted: Paimon's order is a HashSet's (`FieldCollectAgg.agg`) or a
-    HashMap's (`FieldNestedUpdateAgg.agg`), so such a column is compared as a set; and each `rbm32`
+    """The outcome with the arrays of each distinct `collect` column and of each `nested_update` or
+    `nested_partial_update` column with a `nested-key` sorted: Paimon's order is a HashSet's
+    (`FieldCollectAgg.agg`) or a HashMap's (`FieldNestedUpdateAgg.agg`), so such a column is
+    compared as a set; and each `rbm32`
     bitmap as its values (pyroaring), whichever containers its serialized form chose."""
 
     def as_set(name: str) -> Callable[[Any], Any] | None:
@@ -154,7 +155,8 @@ def as_sets(outcome: Outcome, w: Workload) -> Outcome:
         if function == "rbm32":
             return lambda v: list(BitMap.deserialize(v))
         unordered = (function == "collect" and w.options.get(f"fields.{name}.distinct") == "true") or (
-            function == "nested_update" and f"fields.{name}.nested-key" in w.options
+            function in ("nested_update", "nested_partial_update")
+            and f"fields.{name}.nested-key" in w.options
         )
         return (lambda v: sorted(v, key=repr)) if unordered else None
 
