@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from paimon_oracle import Outcome, PaimonOracle, Rows, Workload, plain, sort_rows
+from paimon_oracle import PAIMON_JAR, Outcome, PaimonOracle, Rows, Workload, plain, sort_rows
 from paimon_workloads import aggregated_by, workload
 from pyroaring import BitMap
 
@@ -103,43 +103,45 @@ def _as_text(rows: Rows) -> list[list[str]]:
 
 
 def as_we_choose(paimon: Outcome, w: Workload) -> Outcome:
-    """Paimon's outcome with our deliberate choices applied to its changelog (docs/semantics.md F3,
-    C6): a first-row table announces a new key as `+I`, where Paimon passes on the first record's own
-    kind; `row-deduplicate` drops an unchanged row that holds an array with a NULL element or a map
-    with a NULL value, which Paimon's generated equaliser finds unequal to itself."""
+    """Paimon's outcome with our deliberate choices and Paimon's current code applied to its changelog
+    (docs/semantics.md F3, C6): a first-row table announces a new key as `+I`, where Paimon passes on
+    the first record's own kind; `row-deduplicate` drops an unchanged row that holds an array with a
+    NULL element, a map with a NULL value or a NaN, which Paimon 1.4.2's generated equaliser finds
+    unequal to itself."""
     if paimon.changelog is None:
         return paimon
     changelog = paimon.changelog
     if w.options.get("merge-engine") == "first-row":
         changelog = tuple(sort_rows([("+I", *row[1:]) for row in c]) for c in changelog)
     if w.options.get("changelog-producer.row-deduplicate") == "true":
-        changelog = tuple(sort_rows(_without_unchanged_nested_nulls(c, w)) for c in changelog)
+        changelog = tuple(sort_rows(_without_unchanged_pairs(c, w)) for c in changelog)
     return replace(paimon, changelog=changelog)
 
 
-def _without_unchanged_nested_nulls(entries: Rows, w: Workload) -> list[tuple[Any, ...]]:
+def _without_unchanged_pairs(entries: Rows, w: Workload) -> list[tuple[Any, ...]]:
     """A commit's changelog without the `-U`/`+U` pairs of one key whose images are equal and hold an
-    array with a NULL element or a map with a NULL value."""
+    array with a NULL element, a map with a NULL value or a FLOAT/DOUBLE NaN."""
     key = [n + 1 for n, (name, _) in enumerate(w.columns) if name in w.primary_key]
 
-    def nested_null(entry: tuple[Any, ...]) -> bool:
-        """Whether an array holds a NULL element, or a map (its sorted entries) a NULL value."""
+    def unequal_to_itself(entry: tuple[Any, ...]) -> bool:
         return any(
             v is not None
             and (
                 (t.startswith("array<") and None in v)
                 or (t.startswith("map<") and any(e[1] is None for e in v))
+                or (t in ("float", "double") and math.isnan(v))
             )
             for v, (_, t) in zip(entry[1:], w.columns, strict=True)
         )
 
+    texts = [repr(e) for e in entries]
     dropped = set()
     for before in entries:
-        after = ("+U", *before[1:])
-        if before[0] == "-U" and after in entries and nested_null(before):
+        after = repr(("+U", *before[1:]))
+        if before[0] == "-U" and after in texts and unequal_to_itself(before):
             same_key = [e for e in entries if [repr(e[n]) for n in key] == [repr(before[n]) for n in key]]
             if len(same_key) == 2:
-                dropped.update({repr(before), repr(after)})
+                dropped.update({repr(before), after})
     return [e for e in entries if repr(e) not in dropped]
 
 
@@ -493,6 +495,22 @@ def test_a_stored_list_meets_a_written_one_in_a_sequence_group(spark: Any, tmp_p
 
 
 @pytest.mark.jvm
+def test_a_changelog_reads_maps_from_files_of_both_writers(spark: Any, tmp_path: Path) -> None:
+    """A NaN has a commit's log file written again by pyarrow (`files.without_bounds`), which names a
+    map's entries `key_value` where Sail names them `entries`: Sail 0.7.2 refused to scan such files
+    together (`Fail to merge schema field 'm'`) until they were read apart (`log_frame`)."""
+    w = Workload(
+        (("k", "int"), ("d", "double"), ("m", "map<string,int>")),
+        ("k",),
+        {"changelog-producer": "lookup"},
+        ((("+I", (1, math.nan, {"a": 1})),), (("+I", (2, 1.0, {"b": 2})),), (("+U", (1, 2.0, {"c": 3})),)),
+    )
+    (paimon,) = PaimonOracle(_JARS, tmp_path / "oracle").run([w])
+    assert paimon.changelog is not None and len(paimon.changelog[2]) == 2
+    assert same(paimon, run_ours(spark, tmp_path / "t", w))
+
+
+@pytest.mark.jvm
 def test_a_first_row_changelog_announces_a_new_key_as_an_insert(spark: Any, tmp_path: Path) -> None:
     """F3, a deliberate choice: Paimon's `FirstRowMergeFunctionWrapper.getResult` passes a new key's
     first record on with its own kind (`+U` here); we announce it as `+I`, as Paimon's lookup producer
@@ -508,26 +526,66 @@ def test_a_first_row_changelog_announces_a_new_key_as_an_insert(spark: Any, tmp_
     assert run_ours(spark, tmp_path / "t", w).changelog == ((("+I", 1, 5), ("+I", 2, 6)), (("+I", 3, 8),))
 
 
-@pytest.mark.jvm
-@pytest.mark.parametrize("producer", ["lookup", "full-compaction"])
-def test_row_deduplicate_drops_an_unchanged_array_with_a_null_element(
-    spark: Any, tmp_path: Path, producer: str
-) -> None:
-    """C6, a deliberate choice: the same row written twice gives no changelog under
-    `row-deduplicate`; Paimon finds an array with a NULL element, or a map with a NULL value, unequal
-    to itself and emits a pair of equal images."""
-    row = (1, [1, None], {"a": None}, (None, "x"))
-    w = Workload(
+# (columns, the row written twice, its image as read): rows Paimon 1.4.2's equaliser finds unequal to
+# themselves, and its changelog producer under `row-deduplicate`.
+UNEQUAL_TO_ITSELF = {
+    "nested NULLs": (
         (("k", "int"), ("a", "array<int>"), ("m", "map<string,int>"), ("s", "struct<a:int,b:string>")),
+        (1, [1, None], {"a": None}, (None, "x")),
+        (1, [1, None], (("a", None),), (None, "x")),
+        "lookup",
+    ),
+    "NaN": (
+        (("k", "int"), ("d", "double"), ("f", "float")),
+        (1, math.nan, math.nan),
+        (1, math.nan, math.nan),
+        "full-compaction",
+    ),
+}
+
+
+@pytest.mark.jvm
+@pytest.mark.parametrize("case", list(UNEQUAL_TO_ITSELF))
+def test_row_deduplicate_drops_an_unchanged_row_paimon_finds_unequal(
+    spark: Any, tmp_path: Path, case: str
+) -> None:
+    """C6: the same row written twice gives no changelog under `row-deduplicate`. Paimon 1.4.2 finds an
+    array with a NULL element or a map with a NULL value unequal to itself (a deliberate difference),
+    and a NaN (its current code, apache/paimon#8534, no longer does), and emits a pair of equal images."""
+    columns, row, image, producer = UNEQUAL_TO_ITSELF[case]
+    w = Workload(
+        columns,
         ("k",),
         {"changelog-producer": producer, "changelog-producer.row-deduplicate": "true"},
         ((("+I", row),), (("+I", row),)),
     )
     (paimon,) = PaimonOracle(_JARS, tmp_path / "oracle").run([w])
-    image = (1, [1, None], (("a", None),), (None, "x"))
-    assert paimon.changelog == ((("+I", *image),), (("+U", *image), ("-U", *image)))
-    assert run_ours(spark, tmp_path / "t", w).changelog == ((("+I", *image),), ())
-    assert same(as_we_choose(paimon, w), run_ours(spark, tmp_path / "u", w))
+    assert paimon.changelog is not None
+    assert [_as_text(c) for c in paimon.changelog] == [
+        _as_text((("+I", *image),)),
+        _as_text((("+U", *image), ("-U", *image))),
+    ]
+    ours = run_ours(spark, tmp_path / "t", w)
+    assert [_as_text(c) for c in ours.changelog or ()] == [_as_text((("+I", *image),)), []]
+    assert same(as_we_choose(paimon, w), ours)
+
+
+def test_a_signed_zero_sequence_ties_on_every_engine(any_spark: Any, tmp_path: Path) -> None:
+    """A -0.0 sequence ties with 0.0, and a tie goes to the later record, as in Paimon (its comparator
+    uses `<` and `>`): on Sail, whose own order puts -0.0 first, and on JVM Spark alike. Expected
+    rows by hand; Paimon agrees where its jar is fetched."""
+    three = (("k", "int"), ("v", "int"), ("s", "double"))
+    ascending = {"merge-engine": "deduplicate", "sequence.field": "s"}
+    descending = {**ascending, "sequence.field.sort-order": "descending"}
+    groups = {"merge-engine": "partial-update", "fields.s.sequence-group": "v"}
+    zeros = ((("+I", (1, 1, 0.0)), ("+I", (2, 1, -0.0))), (("+I", (1, 2, -0.0)), ("+I", (2, 2, 0.0))))
+    cases = [Workload(three, ("k",), options, zeros) for options in (ascending, descending, groups)]
+    expected = Outcome(((1, 2, -0.0), (2, 2, 0.0)), None)
+    for n, w in enumerate(cases):
+        assert same(expected, run_ours(any_spark, tmp_path / f"t{n}", w)), w.options
+    if (_JARS / PAIMON_JAR).is_file():
+        for w, paimon in zip(cases, PaimonOracle(_JARS, tmp_path / "oracle").run(cases), strict=True):
+            assert same(paimon, expected), w.options
 
 
 @pytest.mark.jvm

@@ -44,6 +44,15 @@ def comparable(value: str, type_text: str) -> str:
     return value
 
 
+def sequence_value(value: str, type_text: str) -> str:
+    """`value` as Paimon orders a sequence: a FLOAT or DOUBLE -0.0 ties with 0.0, since its generated
+    comparator compares primitives with `<` and `>` (`GenerateUtils.generateCompare`). Sail orders
+    -0.0 first (Arrow's total order) and JVM Spark does not, so the zero is made one value first."""
+    if type_text.strip().lower() in ("float", "double", "real"):
+        return f"CASE WHEN abs({value}) = 0 THEN CAST(0 AS {type_text}) ELSE {value} END"
+    return value
+
+
 def compare_nulls_first(left: str, right: str) -> str:
     """-1/0/1 comparing two values with NULL as the smallest value (Paimon's sequence order)."""
     return (

@@ -17,6 +17,7 @@ from wide_assets.merge.context import (
     all_of,
     any_of,
     compare_tuples,
+    sequence_value,
 )
 from wide_assets.merge.engine import (
     ColumnFold,
@@ -145,8 +146,8 @@ class PartialUpdate(MergeEngine):
     @staticmethod
     def _newer(ctx: MergeContext, group: SequenceGroup) -> str:
         """P7: incoming sequence >= stored (ties to the incoming record, NULL smallest, lexicographic)."""
-        incoming = [ctx.ref("r", f) for f in group.sequence_fields]
-        stored = [ctx.ref("s", f) for f in group.sequence_fields]
+        incoming = [sequence_value(ctx.ref("r", f), ctx.column(f).type) for f in group.sequence_fields]
+        stored = [sequence_value(ctx.ref("s", f), ctx.column(f).type) for f in group.sequence_fields]
         return f"{compare_tuples(incoming, stored)} >= 0"
 
     def _group_add(self, ctx: MergeContext, group: SequenceGroup) -> dict[str, str]:

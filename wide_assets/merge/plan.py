@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from wide_assets.merge.column_sets import SET_COLUMNS, with_column_sets
-from wide_assets.merge.context import MergeContext, comparable
+from wide_assets.merge.context import MergeContext, comparable, sequence_value
 from wide_assets.merge.engine import ColumnFold, MergeEngine
 from wide_assets.merge.registry import engine_for
 from wide_assets.options.common import ChangelogProducer, MergeOptions
@@ -58,7 +58,10 @@ def merge_order(ctx: MergeContext) -> str:
         # NULL first either way: Paimon's comparator places NULL apart from the direction
         # (GenerateUtils.generateRowCompare), so descending order never lets a NULL sequence win.
         direction = "DESC NULLS FIRST" if ctx.merge.sequence_descending else "ASC NULLS FIRST"
-        keys = [f"{ctx.aliases[f]} {direction}" for f in ctx.merge.sequence_fields]
+        keys = [
+            f"{sequence_value(ctx.aliases[f], ctx.column(f).type)} {direction}"
+            for f in ctx.merge.sequence_fields
+        ]
     return ", ".join([*keys, "CASE WHEN _stored THEN 0 ELSE 1 END", "_arrival"])
 
 

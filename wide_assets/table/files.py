@@ -9,6 +9,7 @@ or lost a race leaves them behind, and `vacuum` deletes them after the retention
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -137,6 +138,12 @@ def holds_nan(files: TableFiles, path: str, columns: list[str]) -> bool:
         if any(pc.any(pc.is_nan(column)).as_py() for column in batch.columns):
             return True
     return False
+
+
+def rewritten_without_bounds(path: str) -> bool:
+    """Whether the file `path` (a path or URI) is one `without_bounds` wrote: pyarrow names a map's
+    entries `key_value` in Parquet, where Sail's own writer names them `entries`."""
+    return re.search(r"(^|/)[0-9a-f]{32}\.parquet$", path) is not None
 
 
 def without_bounds(files: TableFiles, stored: StoredFile, floats: list[str]) -> StoredFile:

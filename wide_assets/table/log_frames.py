@@ -14,7 +14,7 @@ from wide_assets.merge import changelog_read_from_merge
 from wide_assets.schema import Column
 from wide_assets.sql import as_declared, columns, quote, string_literal
 from wide_assets.table import arbiter, delta_log
-from wide_assets.table.files import write_files
+from wide_assets.table.files import rewritten_without_bounds, write_files
 from wide_assets.table.log import LOG_INFO, LOG_POSITION, LogSnapshot, Origin
 from wide_assets.table.objects import TableFiles
 from wide_assets.table.storage import Storage
@@ -34,7 +34,15 @@ def log_frame(
     live = log_files(storage, first, last, origin)
     if not live:
         return storage.spark.createDataFrame([], schema)
-    return storage.spark.read.schema(schema).parquet(*live).selectExpr(*as_declared(log_columns(storage)))
+    groups = [live]
+    if any("map<" in c.type.lower() for c in storage.definition.columns):
+        # Sail 0.7.2 refuses one scan of files whose map entries are named differently ("Fail to
+        # merge schema"): the files pyarrow rewrote are read apart and cast to the declared types.
+        rewritten = [f for f in live if rewritten_without_bounds(f)]
+        groups = [g for g in (rewritten, [f for f in live if f not in rewritten]) if g]
+    declared = as_declared(log_columns(storage))
+    frames = [storage.spark.read.schema(schema).parquet(*group).selectExpr(*declared) for group in groups]
+    return frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
 
 
 def log_files(
