@@ -67,6 +67,9 @@ def checked(x: Operands, operation: str, left: str | None, right: str) -> str:
     is an error, decimal overflow NULL (Paimon)."""
     lhs = "0" if left is None else left
     if x.column.base_type in ("float", "double"):
+        if left is None and operation == "subtract":
+            # Java's negation (`FieldSumAgg.retract` of a NULL sum): -0.0 for 0.0, where 0 - 0.0 is 0.0.
+            return f"CAST(-({right}) AS {x.column.type})"
         return f"CAST({lhs} {ARITHMETIC[operation]} {right} AS {x.column.type})"
     decimal = DecimalType.parse(x.column.type)
     if decimal is not None:
