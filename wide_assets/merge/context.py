@@ -32,6 +32,9 @@ def all_of(conditions: Sequence[str]) -> str:
     return "(" + " AND ".join(conditions) + ")" if conditions else "true"
 
 
+FLOATING = ("float", "double", "real")
+
+
 def comparable(value: str, type_text: str) -> str:
     """`value` in a form `<=>` accepts on every engine and that is equal only for the same value:
     Spark cannot compare maps, so a map becomes its entries sorted by key; SQL finds -0.0 equal to
@@ -39,7 +42,7 @@ def comparable(value: str, type_text: str) -> str:
     type_name = type_text.strip().lower()
     if type_name.startswith("map"):
         return f"array_sort(map_entries({value}))"
-    if type_name in ("float", "double", "real"):
+    if type_name in FLOATING:
         return f"CAST({value} AS STRING)"
     return value
 
@@ -48,7 +51,7 @@ def sequence_value(value: str, type_text: str) -> str:
     """`value` as Paimon orders a sequence: a FLOAT or DOUBLE -0.0 ties with 0.0, since its generated
     comparator compares primitives with `<` and `>` (`GenerateUtils.generateCompare`). Sail orders
     -0.0 first (Arrow's total order) and JVM Spark does not, so the zero is made one value first."""
-    if type_text.strip().lower() in ("float", "double", "real"):
+    if type_text.strip().lower() in FLOATING:
         return f"CASE WHEN abs({value}) = 0 THEN CAST(0 AS {type_text}) ELSE {value} END"
     return value
 

@@ -38,8 +38,11 @@ def log_frame(
     if any("map<" in c.type.lower() for c in storage.definition.columns):
         # Sail 0.7.2 refuses one scan of files whose map entries are named differently ("Fail to
         # merge schema"): the files pyarrow rewrote are read apart and cast to the declared types.
-        rewritten = [f for f in live if rewritten_without_bounds(f)]
-        groups = [g for g in (rewritten, [f for f in live if f not in rewritten]) if g]
+        rewritten: list[str] = []
+        written: list[str] = []
+        for f in live:
+            (rewritten if rewritten_without_bounds(f) else written).append(f)
+        groups = [g for g in (rewritten, written) if g]
     declared = as_declared(log_columns(storage))
     frames = [storage.spark.read.schema(schema).parquet(*group).selectExpr(*declared) for group in groups]
     return frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
