@@ -349,3 +349,55 @@ def test_random_late_records_replay_as_folded_by_hand(spark: Any, tmp_path: Path
     assert rows == replayed_by_hand(runs)
     diff = verdict(spark, REPLAYED, table, applied)
     assert diff.passed, diff.examples
+
+
+# `clear-columns` retractions of payments (`run_order.CLEAR`) on keys no row holds. In run 1, order 5's
+# is alone in its run, so its commit meets no row and loses it (P12), even though run 2 then creates the
+# order; order 6's shares its run with the order's creation, so it is written as an insert of NULLs and
+# its op time holds (P10); order 7's is lost too, and a later run's older payment is kept. Order 9's
+# delete cuts run 1's payments into two commits (the 10:01 payment before it, the 10:04 one after):
+# order 8's retraction, in the first, must still meet the row its own later (older) payment makes.
+LOST_RETRACTION_RUNS = [
+    {
+        "orders": ["+I,6,new,10:07", "+I,9,new,10:00", "-D,9,new,10:02"],
+        "payments": [
+            "-D,5,7,10:05",
+            "-D,6,3,10:05",
+            "-D,7,4,10:05",
+            "-D,8,2,10:05",
+            "+I,9,1,10:01",
+            "+I,9,2,10:04",
+            "+I,8,6,10:03",
+        ],
+    },
+    {
+        "orders": ["+I,5,new,10:01"],
+        "payments": ["+I,7,9,10:03"],
+    },
+]
+LOST_RETRACTION_EXPECTED = {
+    (5, "new", t(1), None, None),
+    (6, "new", t(7), None, t(5)),
+    (7, None, None, 9, t(3)),
+    (8, None, None, None, t(5)),
+    (9, None, None, 2, t(4)),
+}
+
+
+def test_a_retraction_meets_its_row_when_its_run_makes_it_and_is_lost_otherwise(
+    spark: Any, tmp_path: Path
+) -> None:
+    def land(landing: Path, number: int) -> None:
+        for name, lines in LOST_RETRACTION_RUNS[number - 1].items():
+            column = "status" if name == "orders" else "amount"
+            rows = [f"{line.replace(',10:', ',2026-01-01 10:')}:00" for line in lines]
+            text = "\n".join([f"_row_kind,order_id,{column},ts", *rows]) + "\n"
+            (landing / name / f"{name}_{number}.csv").write_text(text, "utf-8")
+
+    declared = spec(OPTIONS)
+    table, applied = apply_runs(spark, tmp_path, declared, len(LOST_RETRACTION_RUNS), land)
+    payments = [c for c in table.commits() if c.txn is not None and c.txn.app_id == "payments"]
+    assert len(payments) == 3, "run 1 cuts the payments into two commits"
+    assert {tuple(r) for r in table.read().collect()} == LOST_RETRACTION_EXPECTED
+    diff = verdict(spark, declared, table, applied)
+    assert diff.passed, diff.examples

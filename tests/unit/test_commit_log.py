@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -41,6 +42,9 @@ def test_commit_marker_round_trips_through_json() -> None:
     # A marker written before key-only deletes were counted reads as none.
     older = {k: v for k, v in json.loads(info.to_json()).items() if k != "key_only_deletes"}
     assert CommitInfo.from_json(json.dumps(older)).key_only_deletes == 0
+    ran = replace(info, txn=Txn("orders", 42, 40, "run-1"))
+    assert json.loads(ran.to_json())["txn"] == ["orders", 42, 40, "run-1"]
+    assert CommitInfo.from_json(ran.to_json()) == ran
     resolution = Resolution(4, 2, 9)
     assert Resolution.from_json(resolution.to_json()) == resolution
 

@@ -8,6 +8,7 @@ commit: a re-run after a crash or without new data applies nothing twice.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -133,16 +134,18 @@ def pending_records(
 
 
 def apply_pending(
-    table: WideTable, pending: Pending, changes: DataFrame | None, target_columns: Sequence[str] | None = None
+    table: WideTable,
+    pending: Pending,
+    changes: DataFrame | None,
+    target_columns: Sequence[str] | None = None,
+    run: str | None = None,
 ) -> SourceApplied:
-    """Write `changes` (derived from `pending.rows`) as one commit whose txn is the source's last offset."""
+    """Write `changes` (derived from `pending.rows`) as one commit whose txn is the source's last offset
+    (and `run`: the run whose plan ordered it)."""
     result = None
     if changes is not None:
-        written = table.write(
-            changes,
-            target_columns=target_columns,
-            txn=(pending.source, pending.to_offset, pending.from_offset),
-        )
+        txn = (pending.source, pending.to_offset, pending.from_offset, run)
+        written = table.write(changes, target_columns=target_columns, txn=txn)
         # Skipped: a concurrent run committed this range first, so this run made no commit.
         result = None if written.skipped else written
     return SourceApplied(
@@ -186,6 +189,9 @@ def apply_sources(
     unordered: dict[str, frozenset[Hashable]] = {}
     first: dict[str, Pending] = {}
     latest: dict[str, Pending] = {}
+    # The run's commits name it (retries included: a commit that lost applied nothing): the convergence
+    # oracle tells from it whether a retraction met the row an insert of the same run made.
+    run = uuid.uuid4().hex
     attempt = 1
     while True:
         prepared = {}
@@ -197,7 +203,7 @@ def apply_sources(
                 changes = source_changes(spark, spec, source, pending, path)
                 prepared[source.name] = (pending, changes)
         try:
-            for name, keys in _apply_in_time_order(spark, spec, table, prepared, made).items():
+            for name, keys in _apply_in_time_order(spark, spec, table, prepared, made, run).items():
                 unordered[name] = unordered.get(name, frozenset()) | keys
             break
         except ConcurrentWriteError:
@@ -223,9 +229,10 @@ def _apply_in_time_order(
     table: WideTable,
     prepared: Mapping[str, tuple[Pending, DataFrame]],
     made: dict[str, list[WriteResult]],
+    run: str,
 ) -> dict[str, frozenset[Hashable]]:
     """Commit `prepared` (source -> its pending records and their wide-table changes) in the order of
-    `run_order.commit_plan`, adding each commit made to `made`. Returns, per source, the keys whose
+    `run_order.commit_plan`, as commits of `run`, adding each commit made to `made`. Returns, per source, the keys whose
     op-time order its late records made impossible to keep with one commit per range of a source."""
     ranges = {name: (pending.from_offset, pending.to_offset) for name, (pending, _) in prepared.items()}
     units, stored = _shared_key_units(spark, spec, table, prepared) if len(prepared) > 1 else ({}, set())
@@ -242,7 +249,7 @@ def _apply_in_time_order(
         # The segment as a pending range of its own: its commit's txn is its last offset.
         part = Pending(segment.source, progress[segment.source], segment.last, pending.source_version, None)
         targets = list(spec.column_map(source).values())
-        made[segment.source].extend(apply_pending(table, part, changes, targets).results)
+        made[segment.source].extend(apply_pending(table, part, changes, targets, run).results)
         progress[segment.source] = segment.last
     return dict(plan.unordered)
 
@@ -330,7 +337,8 @@ def _shared_key_units(
     table: WideTable,
     prepared: Mapping[str, tuple[Pending, DataFrame]],
 ) -> tuple[dict[str, list[Unit]], set[Hashable]]:
-    """Per source: its changes whose key another source also changes in the run, with their op times
+    """Per source: its changes whose key another source also changes in the run (or whose retraction
+    comes before the key's first insert, on a key the table does not hold), with their op times
     (the op time of the record at the change's `_offset`, in the type `op_time_family` sorts by) and
     what they do to the row; and those keys the table holds now."""
     family = op_time_family(spec)
@@ -354,23 +362,32 @@ def _shared_key_units(
     if len(selects) < 2:
         return {}, set()
     union = " UNION ALL ".join(selects)
-    query = (
-        f"WITH u AS ({union}), shared AS (SELECT {keys} FROM u GROUP BY {keys} HAVING count(DISTINCT _source) > 1), "
-        "kept AS (SELECT u.* FROM u LEFT SEMI JOIN shared s ON " + key_join(spec.primary_key, "u", "s") + ") "
-    )
+    shared = "count(DISTINCT _source) > 1"
+    on = key_join(spec.primary_key, "u", "w")
     # Whether the table holds a key matters only to a retraction that must meet its row.
     if any(
         retraction_effect(spec, spec.source(name), table.definition.merge) in (CLEAR, RETRACT)
         for name in prepared
     ):
+        # A key one source changes joins the plan when a retraction of it comes before its first insert
+        # and the table does not hold it: other keys may cut the source's records into several
+        # commits, and one before the insert's would lose the retraction (module doc of `run_order`).
+        retraction = f"_effect IN ({string_literal(CLEAR)}, {string_literal(RETRACT)})"
+        first_maker = f"min(CASE WHEN _effect = {string_literal(MAKE)} THEN _offset END)"
         frames["stored"] = table.read()
         held = " AND ".join(f"t.{quote(k)} IS NOT NULL" for k in spec.primary_key)
-        query += (
-            f"SELECT k.*, {held} AS _stored FROM kept k LEFT JOIN (SELECT DISTINCT {keys} FROM {{stored}}) t ON "
-            + key_join(spec.primary_key, "k", "t")
+        query = (
+            f"WITH u AS ({union}), wanted AS (SELECT {keys}, {shared} AS _shared FROM u GROUP BY {keys} "
+            f"HAVING {shared} OR min(CASE WHEN {retraction} THEN _offset END) < {first_maker}) "
+            f"SELECT u.*, {held} AS _stored FROM u JOIN wanted w ON {on} "
+            f"LEFT JOIN (SELECT DISTINCT {keys} FROM {{stored}}) t ON {key_join(spec.primary_key, 'u', 't')} "
+            f"WHERE w._shared OR NOT ({held})"
         )
     else:
-        query += "SELECT *, FALSE AS _stored FROM kept"
+        query = (
+            f"WITH u AS ({union}), wanted AS (SELECT {keys} FROM u GROUP BY {keys} HAVING {shared}) "
+            f"SELECT u.*, FALSE AS _stored FROM u LEFT SEMI JOIN wanted w ON {on}"
+        )
     rows = spark.sql(query, **frames).collect()
     grouped: dict[tuple[str, int], tuple[Any, dict[Hashable, set[str]]]] = {}
     stored: set[Hashable] = set()

@@ -41,7 +41,7 @@ from wide_assets.options.tombstones import TOMBSTONE_RETENTION
 from wide_assets.pipelines.apply import retraction_effect
 from wide_assets.pipelines.checks import applied_records, keyed_diff, not_judged, table_check
 from wide_assets.pipelines.locate import LakeLocator, asset_key
-from wide_assets.pipelines.run_order import RETRACT
+from wide_assets.pipelines.run_order import CLEAR, RETRACT
 from wide_assets.pipelines.specs import SourceSpec, WideTableSpec
 from wide_assets.sql import columns, key_join, quote
 
@@ -286,16 +286,20 @@ def _aggregated_rows(
 def applied_in_commits(spark: SparkSession, table: WideTable, source: str, records: DataFrame) -> DataFrame:
     """`records` (`source`'s applied CDC records) with `_commit`: the commit that applied each, as the
     source's transaction ids in the table's commit log say (each covers the offsets after the last),
-    and `_written_s`: when that commit was written (epoch seconds, for tombstones' retention)."""
+    `_run`: the run whose plan made that commit (NULL when unknown), and `_written_s`: when that commit
+    was written (epoch seconds, for tombstones' retention)."""
     bounds, previous = [], 0
     for commit in table.commits():
         if commit.txn is not None and commit.txn.app_id == source:
             written = datetime.fromisoformat(commit.written_at).timestamp()
-            bounds.append((commit.commit, previous, commit.txn.offset, written))
+            bounds.append((commit.commit, previous, commit.txn.offset, commit.txn.run, written))
             previous = commit.txn.offset
-    ranges = spark.createDataFrame(bounds, "_commit bigint, _low bigint, _high bigint, _written_s double")
+    ranges = spark.createDataFrame(
+        bounds, "_commit bigint, _low bigint, _high bigint, _run string, _written_s double"
+    )
     return spark.sql(
-        "SELECT r.*, g._commit, g._written_s FROM {r} r JOIN {g} g ON r._offset > g._low AND r._offset <= g._high",
+        "SELECT r.*, g._commit, g._run, g._written_s FROM {r} r JOIN {g} g "
+        "ON r._offset > g._low AND r._offset <= g._high",
         r=records,
         g=ranges,
     )
@@ -411,19 +415,29 @@ def _after_removal(
 
 
 def _met_their_row(
-    spark: SparkSession, spec: WideTableSpec, source: SourceSpec, records: DataFrame, made: DataFrame
+    spark: SparkSession,
+    spec: WideTableSpec,
+    source: SourceSpec,
+    records: DataFrame,
+    made: DataFrame,
+    made_in_runs: DataFrame | None,
 ) -> DataFrame:
-    """`records` without the retractions that met no row: applied in a commit before the first that
-    made their key's row (since its last removal). A run commits such a retraction (one that must
-    retract an aggregate, `run_order.RETRACT`) with or after an insert of its key in the same run, so
-    one committed before any is one whose run had none: it is lost (P12), even if a later run inserts
-    the key (docs/semantics.md 0.3)."""
+    """`records` without the retractions that met no row (P12: lost, even if a later run inserts the
+    key; docs/semantics.md 0.3). A run commits a retraction that must retract an aggregate
+    (`run_order.RETRACT`) with or after an insert of its key in the same run, so one committed before
+    the first commit that made its key's row (since its last removal) met none. One that clears its
+    columns (`CLEAR`, given `made_in_runs`) is written as an insert of NULLs when its run inserts the
+    key: it met none when committed before that first commit by a run that inserted no row of its key
+    (a commit that names no run is taken to have met it, as before runs were recorded)."""
     on = _on_wide_key(spec, source, "m")
-    return spark.sql(
-        f"SELECT r.* FROM {{r}} r JOIN {{m}} m ON {on} WHERE r._row_kind IN ('+I', '+U') OR r._commit >= m._made",
-        r=records,
-        m=made,
-    )
+    met = "r._row_kind IN ('+I', '+U') OR r._commit >= m._made"
+    frames = {"r": records, "m": made}
+    joined = ""
+    if made_in_runs is not None:
+        joined = f" LEFT JOIN {{i}} i ON {_on_wide_key(spec, source, 'i')} AND i._run = r._run"
+        met += " OR r._run IS NULL OR i._run IS NOT NULL"
+        frames["i"] = made_in_runs
+    return spark.sql(f"SELECT r.* FROM {{r}} r JOIN {{m}} m ON {on}{joined} WHERE {met}", **frames)
 
 
 def expected_rows(spark: SparkSession, spec: WideTableSpec, applied: Mapping[str, DataFrame]) -> DataFrame:
@@ -445,21 +459,23 @@ def expected_rows(spark: SparkSession, spec: WideTableSpec, applied: Mapping[str
     for index, source in enumerate(spec.sources):
         fed_as_is = not source.aggregates and (source.deletes == "ignore" or source.transform is None)
         mentioned = f"WHERE {LIVE}" if first or fed_as_is else ""
-        makers.append(f"SELECT {_as_wide_key(spec, source)}, _commit FROM {{r{index}}} {mentioned}")
-    # Per key with a row: the first commit that made it.
+        makers.append(f"SELECT {_as_wide_key(spec, source)}, _commit, _run FROM {{r{index}}} {mentioned}")
+    # Per key with a row: the first commit that made it; and the runs that inserted it.
     by_name: dict[str, Any] = {f"r{i}": applied[s.name] for i, s in enumerate(spec.sources)}
-    made = spark.sql(
-        f"SELECT {columns(spec.primary_key)}, min(_commit) AS _made FROM ({' UNION ALL '.join(makers)}) "
-        f"GROUP BY {columns(spec.primary_key)}",
-        **by_name,
-    )
+    keys = columns(spec.primary_key)
+    inserts = spark.sql(" UNION ALL ".join(makers), **by_name)
+    made = spark.sql(f"SELECT {keys}, min(_commit) AS _made FROM {{i}} GROUP BY {keys}", i=inserts)
+    made_in_runs = spark.sql(f"SELECT DISTINCT {keys}, _run FROM {{i}} WHERE _run IS NOT NULL", i=inserts)
     # DataFrames by the name the query refers to them with (`{s0}`, `{m}`).
     frames: dict[str, Any] = {"m": made}
     for index, source in enumerate(spec.sources):
         records = applied[source.name]
         keyed = not source.aggregates and source.transform is None
-        if keyed and not first and retraction_effect(spec, source, merge) == RETRACT:
-            records = _met_their_row(spark, spec, source, records, made)
+        effect = retraction_effect(spec, source, merge)
+        if keyed and not first and effect in (RETRACT, CLEAR):
+            records = _met_their_row(
+                spark, spec, source, records, made, made_in_runs if effect == CLEAR else None
+            )
         frames[f"s{index}"] = (
             _aggregated_rows(spark, spec, source, records)
             if source.aggregates

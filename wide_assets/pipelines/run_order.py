@@ -332,7 +332,9 @@ def commit_plan(
 ) -> Plan:
     """The run's commits in order. `sources`: in any fixed order (it only groups commits); `ranges`:
     source -> its pending (`from`, `to`] `_offset` range; `units`: source -> its records whose keys
-    other sources touch too in the run; `stored`: those keys the table held when the run started."""
+    other sources touch too in the run, or whose key's retraction must meet the row the source's own
+    later insert makes (any of its records may be cut from the others by another key); `stored`:
+    those keys the table held when the run started."""
     pending = [s for s in sources if s in ranges]
     index = {source: i for i, source in enumerate(pending)}
     nodes = [(s, u) for s in pending for u in sorted(units.get(s, ()), key=lambda u: u.offset)]

@@ -56,11 +56,14 @@ class Txn(NamedTuple):
     `offset` is the writer's position in its own input (a source's last offset), not a table version.
     `after`, when given, is the offset of `app_id` the writer read its input after (0: from the
     start). If another writer committed a different offset of `app_id` in between, the write fails
-    with `ConcurrentWriteError` instead of applying input that overlaps what that writer applied."""
+    with `ConcurrentWriteError` instead of applying input that overlaps what that writer applied.
+    `run`, when given, names the pipeline run whose commits ordered several writers' input together
+    (`pipelines.run_order`): the convergence oracle tells from it which commits met which rows."""
 
     app_id: str
     offset: int
     after: int | None = None
+    run: str | None = None
 
 
 class JsonMarker:
@@ -92,7 +95,8 @@ class CommitInfo:
 
     def to_json(self) -> str:
         data = asdict(self)
-        data["txn"] = list(self.txn) if self.txn else None
+        # A transaction id without a run keeps the form markers had before runs were recorded.
+        data["txn"] = (list(self.txn) if self.txn.run else list(self.txn[:3])) if self.txn else None
         return json.dumps(data, sort_keys=True)
 
     @classmethod

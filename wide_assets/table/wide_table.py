@@ -200,7 +200,9 @@ class WideTable:
         changes: Rows,
         target_columns: Sequence[str] | None = None,
         *,
-        txn: Txn | tuple[str, int] | tuple[str, int, int | None] | None = None,
+        txn: (
+            Txn | tuple[str, int] | tuple[str, int, int | None] | tuple[str, int, int | None, str] | None
+        ) = None,
     ) -> WriteResult:
         """Merge `changes` (a Spark DataFrame, a pandas DataFrame or a pyarrow Table) into the table and
         its changelog as one commit; see `wide_assets.table.protocol`."""
