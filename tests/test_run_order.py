@@ -225,10 +225,11 @@ def test_a_late_record_keeps_its_keys_order_whatever_other_keys_hold() -> None:
     ]
 
 
-def test_a_late_record_whose_keys_order_no_commits_can_keep_is_reported() -> None:
+def test_a_late_record_whose_keys_order_no_cut_into_ranges_keeps_is_applied_ahead_of_its_landing() -> None:
     # X's late payment (13:46) must precede orders' -D X (17:59); Y's payment (20:00), landed before it,
-    # must follow orders' -D Y (19:00), landed after -D X: no cut of the two sources into commits keeps
-    # both. The late payment is ordered at 20:00 instead, and X reported.
+    # must follow orders' -D Y (19:00), landed after -D X: no cut of the two sources into offset ranges
+    # keeps both. The late payment is applied on its own, ahead of the payment landed before it (and of
+    # offset 13, a key no other source touches, which stays with the records landed around it).
     units = {
         "orders": [
             Unit(1, T["0000"], {"X": MAKE}),
@@ -238,9 +239,21 @@ def test_a_late_record_whose_keys_order_no_commits_can_keep_is_reported() -> Non
         ],
         "payments": [Unit(11, T["2000"], {"Y": MAKE}), Unit(12, T["1346"], {"X": MAKE})],
     }
-    plan = commit_plan(["payments", "orders"], {"orders": (0, 4), "payments": (10, 12)}, units)
-    assert plan.segments == [Segment("orders", 1, 4), Segment("payments", 11, 12)]
-    assert plan.unordered == {"payments": frozenset({"X"})}
+    plan = commit_plan(["payments", "orders"], {"orders": (0, 4), "payments": (10, 13)}, units)
+    assert plan.segments == [
+        Segment("payments", 12, 12),
+        Segment("orders", 1, 4),
+        Segment("payments", 11, 13, ((11, 11), (13, 13))),
+    ]
+    assert plan.unordered == {}
+    # Whatever the declaration's order.
+    plan = commit_plan(["orders", "payments"], {"orders": (0, 4), "payments": (10, 13)}, units)
+    assert plan.segments == [
+        Segment("orders", 1, 2),
+        Segment("payments", 12, 12),
+        Segment("orders", 3, 4),
+        Segment("payments", 11, 13, ((11, 11), (13, 13))),
+    ]
 
 
 def test_a_retraction_that_would_meet_no_row_waits_for_it_or_is_written_as_an_insert() -> None:

@@ -24,6 +24,7 @@ from wide_assets.table.log import (
     Txn,
     changelog_path,
 )
+from wide_assets.table.progress import advanced, covered, newly_applied
 from wide_assets.table.protocol import committed_by, full_compaction_due
 
 
@@ -74,6 +75,29 @@ def test_input_read_before_another_writers_commit_is_refused() -> None:
     with pytest.raises(ConcurrentWriteError, match="after version 5, but version 8"):
         committed_by(commits, Txn("a", 9, after=5))
     assert committed_by([], Txn("a", 1, after=0)) is None
+
+
+def test_progress_past_a_watermark_by_hand() -> None:
+    # Offset 5 applied ahead of 3-4: the watermark stays at 2 until they are applied too.
+    assert advanced(2, (), [(5, 5)]) == (2, ((5, 5),))
+    assert advanced(2, ((5, 5),), [(3, 4)]) == (5, ())
+    assert advanced(2, ((5, 5),), [(7, 8), (3, 3)]) == (3, ((5, 5), (7, 8)))
+    assert advanced(0, (), [(2, 2)]) == (0, ((2, 2),))
+    assert covered(2, (), 2, ((5, 5),)) and covered(1, ((5, 5),), 2, ((5, 6),))
+    assert not covered(3, (), 2, ((5, 5),)) and not covered(2, ((5, 6),), 2, ((5, 5),))
+    assert newly_applied((2, ()), (2, ((5, 5),))) == [(5, 5)]
+    assert newly_applied((2, ((5, 5),)), (8, ())) == [(3, 4), (6, 8)]
+    assert newly_applied((0, ()), (3, ((6, 7),))) == [(1, 3), (6, 7)]
+
+
+def test_a_commit_applied_ahead_is_skipped_again_and_a_writer_that_read_before_it_is_refused() -> None:
+    ahead = Txn("a", 2, 2, "run", ((5, 5),), ())
+    commits = [commit(1, Txn("a", 2)), commit(2, ahead)]
+    assert committed_by(commits, ahead) == commits[1]
+    # Offsets 3-5 after offset 5 went ahead: its progress is not held yet, and it read after it.
+    assert committed_by(commits, Txn("a", 5, 2, "run", (), ((5, 5),))) is None
+    with pytest.raises(ConcurrentWriteError, match=r"after version 2, but version 2 \(and 5-5\)"):
+        committed_by(commits, Txn("a", 4, 2))
 
 
 def test_full_compaction_windows() -> None:

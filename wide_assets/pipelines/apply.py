@@ -1,7 +1,8 @@
 """Sources' CDC tables -> a wide table: each source's new records as one commit of the table.
 
 A source's progress is the `_offset` up to which it was applied, stored in the wide table's own commit
-log as the commit's transaction id (app_id = source name, version = last applied `_offset`). Reading
+log as the commit's transaction id (app_id = source name, version = last applied `_offset`, with the
+spans applied past it when a run applies records out of landing order: `table.progress`). Reading
 it back from there, rather than from a separate cursor, makes a write and its progress one atomic
 commit: a re-run after a crash or without new data applies nothing twice.
 """
@@ -19,6 +20,8 @@ from wide_assets.pipelines.markdown import markdown_table
 from wide_assets.pipelines.run_order import CLEAR, INERT, MAKE, REMOVE, RETRACT, Unit, commit_plan
 from wide_assets.pipelines.specs import LakeTableSpec, SourceSpec, WideTableSpec, op_time_family
 from wide_assets.sql import columns, key_join, quote, string_literal
+from wide_assets.table.log import Txn
+from wide_assets.table.progress import Spans, advanced, spans_sql
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -37,6 +40,7 @@ __all__ = [
     "apply_with_retries",
     "changelog_preview",
     "consumed_offsets",
+    "consumed_progress",
     "key_report",
     "open_wide_table",
     "pending_records",
@@ -64,6 +68,8 @@ class Pending:
     to_offset: int
     source_version: int
     rows: DataFrame | None
+    # The spans past `from_offset` applied already (by a run cut short: `table.progress`), not pending.
+    ahead: Spans = ()
 
 
 @dataclass(frozen=True)
@@ -76,7 +82,8 @@ class SourceApplied:
     to_offset: int
     source_version: int
     results: tuple[WriteResult, ...] = ()
-    # Keys whose records this source's late records kept from op-time order (`run_order`).
+    # Keys whose records this source's late records kept from op-time order (`run_order`: only where
+    # rows at one `_offset` touch several keys, a transform's).
     unordered_keys: frozenset[Hashable] = frozenset()
 
     @property
@@ -100,13 +107,15 @@ def open_wide_table(spark: SparkSession, spec: LakeTableSpec, path: str) -> Wide
     )
 
 
+def consumed_progress(table: WideTable) -> dict[str, tuple[int, Spans]]:
+    """Per source (commit app_id): the `_offset` up to which every record is applied, and the spans
+    past it applied too (`table.progress`): its last commit's."""
+    return {c.txn.app_id: (c.txn.offset, c.txn.ahead) for c in table.commits() if c.txn is not None}
+
+
 def consumed_offsets(table: WideTable) -> dict[str, int]:
-    """Per source (commit app_id): the largest `_offset` already applied."""
-    consumed: dict[str, int] = {}
-    for commit in table.commits():
-        if commit.txn is not None:
-            consumed[commit.txn.app_id] = max(consumed.get(commit.txn.app_id, 0), commit.txn.offset)
-    return consumed
+    """Per source (commit app_id): the `_offset` up to which every record is applied."""
+    return {source: offset for source, (offset, _) in consumed_progress(table).items()}
 
 
 def pending_records(
@@ -120,17 +129,14 @@ def pending_records(
     if version is None:
         raise TableStateError(f"Source {source} has no CDC table at {path}; materialize it first.")
     rows = spark.read.format("delta").option("versionAsOf", version).load(path)
-    last = consumed_offsets(table).get(source, 0)
+    last, ahead = consumed_progress(table).get(source, (0, ()))
+    past = f"_offset > {last}" + (f" AND NOT {spans_sql('_offset', ahead)}" if ahead else "")
     bound = "" if upto_at_most is None else f" AND _offset <= {int(upto_at_most)}"
-    upto = (
-        spark.sql(f"SELECT max(_offset) AS m FROM {{rows}} WHERE _offset > {last}{bound}", rows=rows)
-        .collect()[0]
-        .m
-    )
+    upto = spark.sql(f"SELECT max(_offset) AS m FROM {{rows}} WHERE {past}{bound}", rows=rows).collect()[0].m
     if upto is None:
-        return Pending(source, last, last, version, None)
-    pending = spark.sql(f"SELECT * FROM {{rows}} WHERE _offset > {last} AND _offset <= {upto}", rows=rows)
-    return Pending(source, last, int(upto), version, pending)
+        return Pending(source, last, last, version, None, ahead)
+    pending = spark.sql(f"SELECT * FROM {{rows}} WHERE {past} AND _offset <= {upto}", rows=rows)
+    return Pending(source, last, int(upto), version, pending, ahead)
 
 
 def apply_pending(
@@ -139,12 +145,15 @@ def apply_pending(
     changes: DataFrame | None,
     target_columns: Sequence[str] | None = None,
     run: str | None = None,
+    spans: Spans | None = None,
 ) -> SourceApplied:
-    """Write `changes` (derived from `pending.rows`) as one commit whose txn is the source's last offset
-    (and `run`: the run whose plan ordered it)."""
+    """Write `changes` (derived from `pending.rows`) as one commit whose txn is the source's progress
+    after it: every pending offset applied, or those in `spans` (`run`: the run whose plan ordered it)."""
     result = None
     if changes is not None:
-        txn = (pending.source, pending.to_offset, pending.from_offset, run)
+        applied = spans if spans is not None else ((pending.from_offset + 1, pending.to_offset),)
+        offset, ahead = advanced(pending.from_offset, pending.ahead, applied)
+        txn = Txn(pending.source, offset, pending.from_offset, run, ahead, pending.ahead)
         written = table.write(changes, target_columns=target_columns, txn=txn)
         # Skipped: a concurrent run committed this range first, so this run made no commit.
         result = None if written.skipped else written
@@ -237,20 +246,25 @@ def _apply_in_time_order(
     ranges = {name: (pending.from_offset, pending.to_offset) for name, (pending, _) in prepared.items()}
     units, stored = _shared_key_units(spark, spec, table, prepared) if len(prepared) > 1 else ({}, set())
     plan = commit_plan([s.name for s in spec.sources], ranges, units, frozenset(stored))
-    progress = {name: low for name, (low, _) in ranges.items()}
+    progress = {name: (pending.from_offset, pending.ahead) for name, (pending, _) in prepared.items()}
     for segment in plan.segments:
         pending, changes = prepared[segment.source]
         source = spec.source(segment.source)
-        if (segment.first, segment.last) != ranges[segment.source]:
-            changes = changes.where(f"_offset BETWEEN {segment.first} AND {segment.last}")
-        inserts = [o for o in plan.inserts.get(segment.source, ()) if segment.first <= o <= segment.last]
+        if segment.offsets != ((ranges[segment.source][0] + 1, ranges[segment.source][1]),):
+            changes = changes.where(spans_sql("_offset", segment.offsets))
+        inserts = [
+            o for o in plan.inserts.get(segment.source, ()) if any(a <= o <= b for a, b in segment.offsets)
+        ]
         if inserts:
             changes = _as_inserts(spec, source, table, changes, inserts)
-        # The segment as a pending range of its own: its commit's txn is its last offset.
-        part = Pending(segment.source, progress[segment.source], segment.last, pending.source_version, None)
+        # The segment as a pending range of its own: its commit's txn is the source's progress after it.
+        low, ahead = progress[segment.source]
+        part = Pending(segment.source, low, segment.last, pending.source_version, None, ahead)
         targets = list(spec.column_map(source).values())
-        made[segment.source].extend(apply_pending(table, part, changes, targets, run).results)
-        progress[segment.source] = segment.last
+        made[segment.source].extend(
+            apply_pending(table, part, changes, targets, run, segment.offsets).results
+        )
+        progress[segment.source] = advanced(low, ahead, segment.offsets)
     return dict(plan.unordered)
 
 

@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
-from wide_assets.pipelines.apply import consumed_offsets, key_report
+from wide_assets.pipelines.apply import consumed_progress, key_report
 from wide_assets.pipelines.ingest import quarantine_path
 from wide_assets.pipelines.landing import LandingZone
 from wide_assets.pipelines.locate import LakeLocator, SparkProvider, asset_key, history_key, table_path
 from wide_assets.pipelines.specs import JSON_FORMATS, LakeTableSpec, SourceSpec
 from wide_assets.sql import columns, key_join, quote, string_literal
+from wide_assets.table.progress import spans_sql
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -329,8 +330,8 @@ def applied_once_check(
         if not commits:
             return not_judged(f"{spec.name} has no commit yet.", commits=0)
         foreign = [c.commit for c in commits if c.txn is None or c.txn.app_id != source.name]
-        offsets = [c.txn.offset for c in commits if c.txn is not None and c.txn.app_id == source.name]
-        replayed = [b for a, b in itertools.pairwise(offsets) if b <= a]
+        txns = [c.txn for c in commits if c.txn is not None and c.txn.app_id == source.name]
+        replayed = [b.offset for a, b in itertools.pairwise(txns) if a.covers(b)]
         applied = sum(c.input_records for c in commits)
         consumed, records = applied_records(spark, spec, source, table, lake)
         expected = records.count()
@@ -358,10 +359,12 @@ def applied_once_check(
 def applied_records(
     spark: "SparkSession", spec: LakeTableSpec, source: SourceSpec, table: "WideTable", lake: LakeLocator
 ) -> tuple[int, "DataFrame"]:
-    """The offset up to which `table` consumed `source` (in `spec`'s group), and those CDC records."""
-    consumed = consumed_offsets(table).get(source.name, 0)
+    """The offset up to which `table` consumed `source` (in `spec`'s group), and the CDC records it
+    applied: those, and the ones past it a run cut short applied ahead (`table.progress`)."""
+    consumed, ahead = consumed_progress(table).get(source.name, (0, ()))
     rows = spark.read.format("delta").load(table_path(lake, spec, source.name))
-    return consumed, spark.sql(f"SELECT * FROM {{rows}} WHERE _offset <= {consumed}", rows=rows)
+    applied = spans_sql("_offset", ((0, consumed), *ahead))
+    return consumed, spark.sql(f"SELECT * FROM {{rows}} WHERE {applied}", rows=rows)
 
 
 # ------------------------------------------------------------------------------------------ source health

@@ -44,6 +44,7 @@ from wide_assets.pipelines.locate import LakeLocator, asset_key
 from wide_assets.pipelines.run_order import CLEAR, RETRACT
 from wide_assets.pipelines.specs import SourceSpec, WideTableSpec
 from wide_assets.sql import columns, key_join, quote
+from wide_assets.table.progress import Spans, newly_applied
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -285,15 +286,19 @@ def _aggregated_rows(
 
 def applied_in_commits(spark: SparkSession, table: WideTable, source: str, records: DataFrame) -> DataFrame:
     """`records` (`source`'s applied CDC records) with `_commit`: the commit that applied each, as the
-    source's transaction ids in the table's commit log say (each covers the offsets after the last),
+    source's transaction ids in the table's commit log say (each covers the offsets its progress holds
+    and the one before did not: `table.progress`),
     `_run`: the run whose plan made that commit (NULL when unknown), and `_written_s`: when that commit
     was written (epoch seconds, for tombstones' retention)."""
-    bounds, previous = [], 0
+    bounds: list[tuple[int, int, int, str | None, float]] = []
+    previous: tuple[int, Spans] = (0, ())
     for commit in table.commits():
         if commit.txn is not None and commit.txn.app_id == source:
             written = datetime.fromisoformat(commit.written_at).timestamp()
-            bounds.append((commit.commit, previous, commit.txn.offset, commit.txn.run, written))
-            previous = commit.txn.offset
+            progress = (commit.txn.offset, commit.txn.ahead)
+            for first, last in newly_applied(previous, progress):
+                bounds.append((commit.commit, first - 1, last, commit.txn.run, written))
+            previous = progress
     ranges = spark.createDataFrame(
         bounds, "_commit bigint, _low bigint, _high bigint, _run string, _written_s double"
     )
@@ -431,7 +436,7 @@ def _met_their_row(
     (a commit that names no run is taken to have met it, as before runs were recorded)."""
     on = _on_wide_key(spec, source, "m")
     met = "r._row_kind IN ('+I', '+U') OR r._commit >= m._made"
-    frames = {"r": records, "m": made}
+    frames: dict[str, Any] = {"r": records, "m": made}
     joined = ""
     if made_in_runs is not None:
         joined = f" LEFT JOIN {{i}} i ON {_on_wide_key(spec, source, 'i')} AND i._run = r._run"

@@ -6,8 +6,10 @@ A commit holds one source's records (its own target columns, and its progress as
 transaction id), and a commit's records of one key are merged in landing order (`_offset`). The
 records of each source are cut into consecutive `_offset` ranges ("rounds"): the commit of round r of
 the i-th source comes after every commit of an earlier round, and after round r of the sources before
-it. A source's progress after each of its commits is thus still "every record up to this `_offset`",
-and a run cut short resumes where its last commit ended.
+it. A source's progress after each of its commits is then "every record up to this `_offset`", and a
+run cut short resumes where its last commit ended. Where no cut into ranges keeps every key's order,
+some records leave their source's landing order (below): a commit then applies `spans` of offsets,
+and the progress holds the spans applied past its watermark (`table.progress`).
 
 A key's order: a k-way merge of its records, each source's in landing order, taking next the record
 with the smallest op time (a record without one first, as a NULL sequence sorts first), then the
@@ -30,13 +32,17 @@ except where
   retracts) shares the commit of its source's later insert, or follows the commit of another source's
   first insert. Where the table held the key when the run started, the first stretch needs neither.
 
-Each such need is an edge between two records; the commits follow them all unless edges close a cycle
-through a strict one. Only a source's late record (landed after records of its own with later op
-times) or a `RETRACT` waiting for a later insert can: one commit of a source would have to come both
-before and after a commit of another. Then the late records in the cycle are ordered at the latest
-op time of their source landed before them (as if they had landed that late), and if that is not
-enough, the waits of `RETRACT`s give way, then every edge of the cycle. The keys whose order changed
-are returned with the commits, per source.
+Each such need is an edge between two records, and a source's records follow each other in landing
+order; the commits follow them all unless edges close a cycle through a strict one. Only a source's
+late record (landed after records of its own with later op times) or a `RETRACT` waiting for a later
+insert can: one commit of a source would have to come both before and after a commit of another.
+Then the late records in the cycle leave their source's landing order, keeping it only against the
+source's records of their own keys (a key's records stay in landing order whatever the commits), and
+are committed in the round their keys need; if that is not enough (a `RETRACT` waiting), every record
+in the cycle does. A cycle left after that needs a record touching several keys (a transform's rows
+at one `_offset`): its late records are ordered at the latest op time of their source landed before
+them (as if they had landed that late), then the waits of `RETRACT`s give way, then every edge of the
+cycle, and the keys whose order changed are returned with the commits, per source.
 """
 
 from __future__ import annotations
@@ -46,6 +52,8 @@ import itertools
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from wide_assets.table.progress import Spans, merged
 
 __all__ = ["CLEAR", "INERT", "MAKE", "REMOVE", "RETRACT", "Plan", "Segment", "Unit", "commit_plan"]
 
@@ -73,11 +81,18 @@ class Unit:
 
 @dataclass(frozen=True)
 class Segment:
-    """The records of `source` with `_offset` in [`first`, `last`], applied as one commit."""
+    """The records of `source` with `_offset` in [`first`, `last`], applied as one commit; only those in
+    `spans` when the run applies some of the source's records out of landing order (module doc)."""
 
     source: str
     first: int
     last: int
+    spans: Spans | None = None
+
+    @property
+    def offsets(self) -> Spans:
+        """The inclusive `_offset` spans the commit applies."""
+        return self.spans if self.spans is not None else ((self.first, self.last),)
 
 
 @dataclass(frozen=True)
@@ -99,6 +114,25 @@ class _Edge:
     strict: bool
     key: Hashable
     waits_for_row: bool = False
+
+
+def _chain(nodes: Sequence[tuple[str, Unit]], loose: set[int]) -> list[_Edge]:
+    """The edges that keep each source's records in landing order: between consecutive ones, except
+    that a `loose` node keeps its order only against the source's records of its own keys."""
+    chain: list[_Edge] = []
+    last_of_source: dict[str, int] = {}
+    last_of_key: dict[tuple[str, Hashable], int] = {}
+    for node, (source, unit) in enumerate(nodes):
+        if node not in loose:
+            if source in last_of_source:
+                chain.append(_Edge(last_of_source[source], node, False, None))
+            last_of_source[source] = node
+        for key in unit.effects:
+            previous = last_of_key.get((source, key))
+            if previous is not None and (node in loose or previous in loose):
+                chain.append(_Edge(previous, node, False, key))
+            last_of_key[(source, key)] = node
+    return chain
 
 
 def _order_key(source: str, unit: Unit) -> tuple[Any, ...]:
@@ -267,16 +301,13 @@ def _rounds(
 
 def _ordered_edges(
     nodes: Sequence[tuple[str, Unit]], stored: frozenset[Hashable]
-) -> tuple[list[_Edge], list[int], set[int], dict[str, set[Hashable]]]:
-    """The edges the commits follow, their components, the retractions to write as inserts, and per
-    source the keys whose order could not be kept: a cycle through a strict edge first moves late
-    records in it to their source's latest op time before them, then gives way on retractions
+) -> tuple[list[_Edge], list[int], set[int], set[int], dict[str, set[Hashable]]]:
+    """The edges the commits follow, their components, the late records applied out of landing order,
+    the retractions to write as inserts, and per source the keys whose order could not be kept: a
+    cycle through a strict edge first lets the late records in it leave their source's landing order,
+    then moves them to their source's latest op time before them, then gives way on retractions
     waiting for their row, then on every strict edge in it (module doc)."""
-    chain = [
-        _Edge(a, b, False, None)
-        for a, b in itertools.pairwise(range(len(nodes)))
-        if nodes[a][0] == nodes[b][0]
-    ]
+    loose: set[int] = set()
     order_keys = [_order_key(source, unit) for source, unit in nodes]
     clamped = _clamped(nodes, order_keys)
     streams = _streams(nodes)
@@ -285,7 +316,7 @@ def _ordered_edges(
     per_key = {key: _key_edges(key, order, nodes, key in stored) for key, order in orders.items()}
     given_way: dict[tuple[int, int], Hashable] = {}
     while True:
-        edges = chain + [
+        edges = _chain(nodes, loose) + [
             e for found, _ in per_key.values() for e in found if (e.before, e.after) not in given_way
         ]
         successors: list[list[int]] = [[] for _ in nodes]
@@ -296,6 +327,14 @@ def _ordered_edges(
         if not cyclic:
             break
         in_cycles = {component[e.after] for e in cyclic}
+        # Late records leave their source's landing order first; if that is not enough (a retraction
+        # waiting for its row), every record in the cycles does.
+        kept_in_line = [n for n in clamped if component[n] in in_cycles and n not in loose] or [
+            n for n, c in enumerate(component) if c in in_cycles and n not in loose
+        ]
+        if kept_in_line:
+            loose.update(kept_in_line)
+            continue
         # Move the late records at the ends of the cycles' strict edges (else any in the cycles), all at
         # once: one at a time moves fewer but takes a pass over the whole graph each.
         ends = {n for e in cyclic for n in (e.before, e.after)}
@@ -321,7 +360,18 @@ def _ordered_edges(
                     unordered.setdefault(nodes[node][0], set()).add(key)
     for (_, after), key in given_way.items():
         unordered.setdefault(nodes[after][0], set()).add(key)
-    return edges, component, as_inserts, unordered
+    return edges, component, loose, as_inserts, unordered
+
+
+def _moved(spans: dict[int, list[tuple[int, int]]], offset: int, round_: int) -> None:
+    """`offset` taken out of the span of `spans` (round -> its spans) that holds it, into `round_`'s."""
+    for held in spans.values():
+        for i, (first, last) in enumerate(held):
+            if first <= offset <= last:
+                held[i : i + 1] = [(a, b) for a, b in ((first, offset - 1), (offset + 1, last)) if a <= b]
+                spans.setdefault(round_, []).append((offset, offset))
+                return
+    raise AssertionError(f"offset {offset} is in no span")
 
 
 def commit_plan(
@@ -338,21 +388,31 @@ def commit_plan(
     pending = [s for s in sources if s in ranges]
     index = {source: i for i, source in enumerate(pending)}
     nodes = [(s, u) for s in pending for u in sorted(units.get(s, ()), key=lambda u: u.offset)]
-    edges, component, as_inserts, unordered = _ordered_edges(nodes, stored)
+    edges, component, loose, as_inserts, unordered = _ordered_edges(nodes, stored)
     rounds = _rounds(nodes, index, edges, component)
+    # Each offset's round: a node's own when loose, else that of the last node in line at or before it.
     starts: dict[str, list[tuple[int, int]]] = {source: [] for source in pending}
     current = dict.fromkeys(pending, 1)
-    for (source, unit), round_ in zip(nodes, rounds, strict=True):
-        if round_ > current[source]:
+    for node, ((source, unit), round_) in enumerate(zip(nodes, rounds, strict=True)):
+        if node not in loose and round_ > current[source]:
             starts[source].append((round_, unit.offset))
             current[source] = round_
     ordered: list[tuple[int, int, Segment]] = []
     for i, source in enumerate(pending):
         low, high = ranges[source]
         bounds = [(1, low + 1), *starts[source], (0, high + 1)]
+        spans: dict[int, list[tuple[int, int]]] = {}
         for (round_, first), (_, following) in itertools.pairwise(bounds):
             if first < following:
-                ordered.append((round_, i, Segment(source, first, following - 1)))
+                spans.setdefault(round_, []).append((first, following - 1))
+        for node in sorted(n for n in loose if nodes[n][0] == source):
+            _moved(spans, nodes[node][1].offset, rounds[node])
+        for round_, held in spans.items():
+            if not held:
+                continue
+            joined = merged(held)
+            spans_or_whole = tuple(joined) if len(joined) > 1 else None
+            ordered.append((round_, i, Segment(source, joined[0][0], joined[-1][1], spans_or_whole)))
     segments = [segment for _, _, segment in sorted(ordered, key=lambda item: (item[0], item[1]))]
     inserts: dict[str, set[int]] = {}
     for node in as_inserts:

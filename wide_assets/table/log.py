@@ -16,6 +16,7 @@ from typing import Any, NamedTuple, Self
 
 from wide_assets.schema import Column
 from wide_assets.table import arbiter
+from wide_assets.table.progress import Spans, covered
 
 CHANGELOG_SUFFIX = "_changelog"
 
@@ -58,12 +59,34 @@ class Txn(NamedTuple):
     start). If another writer committed a different offset of `app_id` in between, the write fails
     with `ConcurrentWriteError` instead of applying input that overlaps what that writer applied.
     `run`, when given, names the pipeline run whose commits ordered several writers' input together
-    (`pipelines.run_order`): the convergence oracle tells from it which commits met which rows."""
+    (`pipelines.run_order`): the convergence oracle tells from it which commits met which rows.
+    `ahead` (and `after_ahead`, with `after`) are the spans of offsets beyond `offset` applied too,
+    when a run applied some input ahead of offsets before it (`table.progress`)."""
 
     app_id: str
     offset: int
     after: int | None = None
     run: str | None = None
+    ahead: Spans = ()
+    after_ahead: Spans = ()
+
+    def covers(self, other: Txn) -> bool:
+        """Whether this progress holds every offset `other`'s does (a write of `other` is done)."""
+        return covered(other.offset, other.ahead, self.offset, self.ahead)
+
+    def to_list(self) -> list[Any]:
+        """As JSON: the fields up to the last one that is not its default (the form markers had before
+        the later fields existed)."""
+        fields = [self.app_id, self.offset, self.after, self.run, list(map(list, self.ahead))]
+        fields.append(list(map(list, self.after_ahead)))
+        while len(fields) > 2 and fields[-1] in (None, []):
+            fields.pop()
+        return fields
+
+    @classmethod
+    def from_list(cls, fields: list[Any]) -> Txn:
+        spans = [tuple((int(a), int(b)) for a, b in given) for given in fields[4:]]
+        return cls(*fields[:4], *spans)
 
 
 class JsonMarker:
@@ -95,14 +118,13 @@ class CommitInfo:
 
     def to_json(self) -> str:
         data = asdict(self)
-        # A transaction id without a run keeps the form markers had before runs were recorded.
-        data["txn"] = (list(self.txn) if self.txn.run else list(self.txn[:3])) if self.txn else None
+        data["txn"] = self.txn.to_list() if self.txn else None
         return json.dumps(data, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> CommitInfo:
         data = json.loads(text)
-        txn = Txn(*data["txn"]) if data.get("txn") else None
+        txn = Txn.from_list(data["txn"]) if data.get("txn") else None
         targets = tuple(data["target_columns"]) if data.get("target_columns") else None
         return cls(
             commit=data["commit"],

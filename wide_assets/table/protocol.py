@@ -38,6 +38,7 @@ from wide_assets.table.foreign import refuse_foreign_changes
 from wide_assets.table.log import CommitInfo, Origin, Txn, now
 from wide_assets.table.log_frames import append_log, log_entries, log_rows
 from wide_assets.table.objects import TableFiles
+from wide_assets.table.progress import Spans
 from wide_assets.table.reads import Reader
 from wide_assets.table.recovery import catch_up
 from wide_assets.table.storage import Storage
@@ -82,17 +83,22 @@ def committed_by(commits: Sequence[CommitInfo], txn: Txn) -> CommitInfo | None:
     skipped. Raises ConcurrentWriteError when the writer's input went stale (`txn.after` is not the
     app's last committed offset): another writer applied input this write would overlap."""
     mine = [c for c in commits if c.txn is not None and c.txn.app_id == txn.app_id]
-    done = [c for c in mine if c.txn is not None and c.txn.offset >= txn.offset]
+    done = [c for c in mine if c.txn is not None and c.txn.covers(txn)]
     if done:
         return done[-1]
     if txn.after is not None:
-        last = max((c.txn.offset for c in mine if c.txn is not None), default=0)
-        if last != txn.after:
+        last = mine[-1].txn if mine else None
+        committed = (last.offset, last.ahead) if last is not None else (0, ())
+        if committed != (txn.after, txn.after_ahead):
             raise ConcurrentWriteError(
-                f"{txn.app_id}: this write read its input after version {txn.after}, but version "
-                f"{last} is committed now; read the input again and retry."
+                f"{txn.app_id}: this write read its input after version {_progress(txn.after, txn.after_ahead)}, "
+                f"but version {_progress(*committed)} is committed now; read the input again and retry."
             )
     return None
+
+
+def _progress(offset: int, ahead: Spans) -> str:
+    return str(offset) + "".join(f" (and {a}-{b})" for a, b in ahead)
 
 
 # How the engine's object_store client words a failure to reach the store (`Generic S3 error: Error
