@@ -305,8 +305,9 @@ def _ordered_edges(
     """The edges the commits follow, their components, the late records applied out of landing order,
     the retractions to write as inserts, and per source the keys whose order could not be kept: a
     cycle through a strict edge first lets the late records in it leave their source's landing order,
-    then moves them to their source's latest op time before them, then gives way on retractions
-    waiting for their row, then on every strict edge in it (module doc)."""
+    then every record in it; then (records touching several keys) moves the late ones to their
+    source's latest op time before them, then gives way on retractions waiting for their row, then on
+    every strict edge in it (module doc)."""
     loose: set[int] = set()
     order_keys = [_order_key(source, unit) for source, unit in nodes]
     clamped = _clamped(nodes, order_keys)
@@ -329,11 +330,11 @@ def _ordered_edges(
         in_cycles = {component[e.after] for e in cyclic}
         # Late records leave their source's landing order first; if that is not enough (a retraction
         # waiting for its row), every record in the cycles does.
-        kept_in_line = [n for n in clamped if component[n] in in_cycles and n not in loose] or [
+        loosened = [n for n in clamped if component[n] in in_cycles and n not in loose] or [
             n for n, c in enumerate(component) if c in in_cycles and n not in loose
         ]
-        if kept_in_line:
-            loose.update(kept_in_line)
+        if loosened:
+            loose.update(loosened)
             continue
         # Move the late records at the ends of the cycles' strict edges (else any in the cycles), all at
         # once: one at a time moves fewer but takes a pass over the whole graph each.
@@ -411,8 +412,8 @@ def commit_plan(
             if not held:
                 continue
             joined = merged(held)
-            spans_or_whole = tuple(joined) if len(joined) > 1 else None
-            ordered.append((round_, i, Segment(source, joined[0][0], joined[-1][1], spans_or_whole)))
+            gapped = tuple(joined) if len(joined) > 1 else None
+            ordered.append((round_, i, Segment(source, joined[0][0], joined[-1][1], gapped)))
     segments = [segment for _, _, segment in sorted(ordered, key=lambda item: (item[0], item[1]))]
     inserts: dict[str, set[int]] = {}
     for node in as_inserts:
