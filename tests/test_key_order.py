@@ -501,3 +501,30 @@ def test_a_late_record_no_cut_into_ranges_keeps_in_order_is_applied_ahead_and_a_
     expected = expected_rows(spark, declared, records)
     diff = keyed_diff(spark, table.read(), expected, declared.primary_key, declared.value_columns)
     assert diff.passed, diff.examples
+
+
+def test_two_runs_at_once_apply_each_record_once_when_a_record_goes_ahead(spark: Any, tmp_path: Path) -> None:
+    # The landed files of the test above, applied by two runs at once: whichever commits a segment
+    # first, the other skips it (the progress holds it) or reads again (its input went stale).
+    from concurrent.futures import ThreadPoolExecutor
+
+    declared = accounts_wide((ACCOUNTS, PREFS))
+    landing, lake = tmp_path / "landing", tmp_path / "lake"
+    files = {
+        "accounts": "_row_kind,id,name,ts\n+I,1,ann,2026-01-01 00:00:00\n+I,2,bob,2026-01-01 00:00:00\n"
+        "-D,1,ann,2026-01-01 17:59:00\n-D,2,bob,2026-01-01 19:00:00\n",
+        "prefs": "_row_kind,id,pref,ts\n+I,2,dark,2026-01-01 20:00:00\n+I,1,light,2026-01-01 13:46:00\n",
+    }
+    paths = {s.name: str(lake / s.name) for s in declared.sources}
+    for source in declared.sources:
+        (landing / source.name).mkdir(parents=True)
+        (landing / source.name / "001.csv").write_text(files[source.name], "utf-8")
+        ingest(spark, source, landed_files(landing, source), paths[source.name])
+    table = open_wide_table(spark, declared, str(lake / declared.name))
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(lambda _: apply_sources(spark, declared, table, paths), range(2)))
+    assert sum(c.input_records for c in table.commits()) == 6, "each landed record applied once"
+    progress = {c.txn.app_id: (c.txn.offset, c.txn.ahead) for c in table.commits() if c.txn is not None}
+    assert progress == {"accounts": (4, ()), "prefs": (2, ())}
+    at = datetime(2026, 1, 1)
+    assert {tuple(r) for r in table.read().collect()} == {(2, None, None, "dark", at.replace(hour=20))}
