@@ -52,6 +52,7 @@ from wide_assets.pipelines import LandingZone, SourceSpec, WideTableSpec, table_
 from wide_assets.pipelines.ingest import quarantine_path
 from wide_assets.pipelines.resources import LakeSettings, SparkEngine
 from wide_assets.table import WideTable
+from wide_assets.table.progress import Spans
 
 if TYPE_CHECKING:
     from bench.bad_inputs import Handled
@@ -171,7 +172,8 @@ def lake_state(spark: SparkSession, lake: Path) -> LakeState:
         changelog=Counter(tuple(e) for e in entries),
         duplicate_entries=sum(n - 1 for n in positions.values()),
         replays_to_table=set(replayed.values()) == {tuple(r) for r in table.read().collect()},
-        commits=tuple((c.commit, c.txn) for c in table.commits()),
+        # Without the run's id, which names each run anew (`Txn.run`): a re-run makes the same commits.
+        commits=tuple((c.commit, c.txn and c.txn._replace(run=None)) for c in table.commits()),
         compactions=tuple((c.through, c.commits) for c in table.compactions()),
         pending=tuple(table.pending_commits()),
         cdc=cdc,
@@ -546,15 +548,17 @@ class ConcurrentTrial:
 def _chain_problems(table: WideTable) -> list[str]:
     """Each source's commits must read on exactly where the previous one ended: no overlap, no gap."""
     problems = []
-    last: dict[str, int] = {}
+    last: dict[str, tuple[int, Spans]] = {}
     for commit in table.commits():
         txn = commit.txn
-        if txn is not None and txn.after != last.get(txn.app_id, 0):
+        if txn is None:
+            continue
+        before = last.get(txn.app_id, (0, ()))
+        if (txn.after, txn.after_ahead) != before:
             problems.append(
-                f"commit {commit.commit} of {txn.app_id} read after {txn.after}, not {last.get(txn.app_id, 0)}"
+                f"commit {commit.commit} of {txn.app_id} read after {(txn.after, txn.after_ahead)}, not {before}"
             )
-        if txn is not None:
-            last[txn.app_id] = txn.offset
+        last[txn.app_id] = (txn.offset, txn.ahead)
     return problems
 
 
