@@ -448,18 +448,9 @@ def test_random_runs_of_four_sources_merge_each_key_in_its_order(spark: Any, tmp
     assert apart == {row for row in together if row[0] % 3 == 0}
 
 
-def test_a_late_record_no_cut_into_ranges_keeps_in_order_is_applied_ahead_and_a_cut_run_resumes(
-    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Key 1's late preference (13:46) precedes accounts' delete of 1 (17:59), but prefs landed it after
-    # key 2's of 20:00, which follows accounts' delete of 2 (19:00), landed after that of 1. No cut of
-    # the sources into offset ranges keeps both orders: the run applies the late preference ahead of
-    # key 2's. Stopped right after that commit, the run leaves prefs' progress at offset 0 with offset 2
-    # applied ahead; the next run applies the rest, each record once.
-    from wide_assets.pipelines import apply as apply_module
-    from wide_assets.pipelines.checks import keyed_diff
-    from wide_assets.pipelines.convergence import applied_in_commits, expected_rows
-
+def landed_ahead_case(spark: Any, tmp_path: Path) -> tuple[WideTableSpec, Any, dict[str, str]]:
+    """Accounts and prefs ingested with the landing order no cut into offset ranges keeps (below): the
+    declaration, its new table and the sources' paths."""
     declared = accounts_wide((ACCOUNTS, PREFS))
     landing, lake = tmp_path / "landing", tmp_path / "lake"
     files = {
@@ -473,6 +464,22 @@ def test_a_late_record_no_cut_into_ranges_keeps_in_order_is_applied_ahead_and_a_
         (landing / source.name / "001.csv").write_text(files[source.name], "utf-8")
         ingest(spark, source, landed_files(landing, source), paths[source.name])
     table = open_wide_table(spark, declared, str(lake / declared.name))
+    return declared, table, paths
+
+
+def test_a_late_record_no_cut_into_ranges_keeps_in_order_is_applied_ahead_and_a_cut_run_resumes(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Key 1's late preference (13:46) precedes accounts' delete of 1 (17:59), but prefs landed it after
+    # key 2's of 20:00, which follows accounts' delete of 2 (19:00), landed after that of 1. No cut of
+    # the sources into offset ranges keeps both orders: the run applies the late preference ahead of
+    # key 2's. Stopped right after that commit, the run leaves prefs' progress at offset 0 with offset 2
+    # applied ahead; the next run applies the rest, each record once.
+    from wide_assets.pipelines import apply as apply_module
+    from wide_assets.pipelines.checks import keyed_diff
+    from wide_assets.pipelines.convergence import applied_in_commits, expected_rows
+
+    declared, table, paths = landed_ahead_case(spark, tmp_path)
     commit = apply_module.apply_pending
 
     def stopping_after_prefs(*args: Any, **kwargs: Any) -> Any:
@@ -508,19 +515,7 @@ def test_two_runs_at_once_apply_each_record_once_when_a_record_goes_ahead(spark:
     # first, the other skips it (the progress holds it) or reads again (its input went stale).
     from concurrent.futures import ThreadPoolExecutor
 
-    declared = accounts_wide((ACCOUNTS, PREFS))
-    landing, lake = tmp_path / "landing", tmp_path / "lake"
-    files = {
-        "accounts": "_row_kind,id,name,ts\n+I,1,ann,2026-01-01 00:00:00\n+I,2,bob,2026-01-01 00:00:00\n"
-        "-D,1,ann,2026-01-01 17:59:00\n-D,2,bob,2026-01-01 19:00:00\n",
-        "prefs": "_row_kind,id,pref,ts\n+I,2,dark,2026-01-01 20:00:00\n+I,1,light,2026-01-01 13:46:00\n",
-    }
-    paths = {s.name: str(lake / s.name) for s in declared.sources}
-    for source in declared.sources:
-        (landing / source.name).mkdir(parents=True)
-        (landing / source.name / "001.csv").write_text(files[source.name], "utf-8")
-        ingest(spark, source, landed_files(landing, source), paths[source.name])
-    table = open_wide_table(spark, declared, str(lake / declared.name))
+    declared, table, paths = landed_ahead_case(spark, tmp_path)
     with ThreadPoolExecutor(2) as pool:
         list(pool.map(lambda _: apply_sources(spark, declared, table, paths), range(2)))
     assert sum(c.input_records for c in table.commits()) == 6, "each landed record applied once"
