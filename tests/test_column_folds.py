@@ -58,13 +58,17 @@ def paimon_fold(stored: Row | None, records: list[Row]) -> Row:
     return row
 
 
-def random_batch(rng: random.Random, start: int) -> list[Row]:
+def random_batch(rng: random.Random, start: int, one_per_key: bool = False) -> list[Row]:
+    """40 records of 12 keys, or (`one_per_key`) one record of each of 8 of them: the merge then
+    neither groups by key nor, into an empty table, tells inserts from updates (merge_query)."""
+
     def maybe(value: Any) -> Any:
         return None if rng.random() < 0.3 else value
 
+    keys = rng.sample(range(12), 8) if one_per_key else [rng.randrange(12) for _ in range(40)]
     return [
         {
-            "k": rng.randrange(12),
+            "k": key,
             "a_ts": maybe(rng.randrange(6)),
             "a_text": maybe(f"t{start + i}"),
             "a_plain": maybe(start + i),
@@ -72,18 +76,20 @@ def random_batch(rng: random.Random, start: int) -> list[Row]:
             "b_max": maybe(rng.randrange(100)),
             "free": maybe(f"f{start + i}"),
         }
-        for i in range(40)
+        for i, key in enumerate(keys)
     ]
 
 
-@pytest.mark.parametrize("seed", range(3))
-def test_batches_of_adds_fold_as_paimon_does(engine: tuple[Any, Factory], seed: int) -> None:
+@pytest.mark.parametrize(("seed", "one_per_key"), [(0, False), (1, False), (2, False), (3, True), (4, True)])
+def test_batches_of_adds_fold_as_paimon_does(
+    engine: tuple[Any, Factory], seed: int, one_per_key: bool
+) -> None:
     spark, make = engine
     rng = random.Random(seed)
     table = make(COLUMNS, ["k"], OPTIONS)
     expected: dict[int, Row] = {}
     for write in range(3):
-        batch = random_batch(rng, write * 100)
+        batch = random_batch(rng, write * 100, one_per_key)
         changes = spark.createDataFrame(pa.Table.from_pylist(batch, schema=_arrow_schema()))
         commit = table.write(changes).commit
         entries = table.changelog(commit, commit).collect()

@@ -156,3 +156,51 @@ def test_values_that_do_not_fit_are_named_as_for_a_spark_frame(table: WideTable)
     with pytest.raises(InvalidInputError, match="must be a Spark DataFrame, a pandas DataFrame or a pyarrow"):
         table.write([{"k": "a"}])
     assert table.last_commit == 0
+
+
+def test_a_large_frame_built_from_local_rows_is_staged_once_and_written_exactly(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Sail copies a `createDataFrame` frame's rows into every query a write runs (validation, merge,
+    its checks); from a megabyte on they are staged as Parquet instead: as they are for a plain
+    `createDataFrame`, and computed once by the engine for any other frame over such rows."""
+    from pyspark.sql import functions as F
+
+    from wide_assets.frames import STAGED_INLINED_BYTES, inlined_bytes, spark_frame
+    from wide_assets.table.staging import staging_area
+
+    count = 40_000
+    keys = [f"key{i:06d}" for i in range(count)]
+    numbers = [None if i % 7 == 0 else i for i in range(count)]
+    prices = [None if i % 11 == 0 else Decimal(f"{i % 1000}.{i % 100:02d}") for i in range(count)]
+    labels = [f"label{i}" if i % 3 else None for i in range(count)]
+    rows = pd.DataFrame({"k": keys, "n": pd.array(numbers, dtype="Int64"), "price": prices, "label": labels})
+    frames = {
+        "createDataFrame of pandas": spark.createDataFrame(rows.astype({"n": "float64"})),
+        "createDataFrame of tuples with a DDL schema": spark.createDataFrame(
+            list(zip(keys, numbers, prices, labels, strict=True)),
+            "k STRING, n INT, price DECIMAL(10,2), label STRING",
+        ),
+        "a projection over it": spark.createDataFrame(
+            list(zip(keys, numbers, prices, labels, strict=True)),
+            "k STRING, n INT, price DECIMAL(10,2), label STRING",
+        ).withColumn("label", F.upper("label")),
+    }
+    upper = {"a projection over it"}
+    for name, frame in frames.items():
+        assert inlined_bytes(frame) >= STAGED_INLINED_BYTES, name
+        table = WideTable.create(spark, tmp_path / name.replace(" ", "_"), COLUMNS, ["k"], OPTIONS)
+        with staging_area(table.path) as stage:
+            assert inlined_bytes(spark_frame(spark, frame, table.definition.columns, "changes", stage)) == 0
+        assert table.write(frame).inserted == count, name
+        got = stored(table)
+        for i in (0, 1, 7, 11, 33, count - 1):
+            label = labels[i]
+            if name in upper and label is not None:
+                label = label.upper()
+            assert got[keys[i]] == (numbers[i], prices[i], label), (name, i)
+        assert len(got) == count
+    # A small one stays in the plan: a copy of it costs less than a staged file.
+    small = spark.createDataFrame(rows.head(3).astype({"n": "float64"}))
+    with staging_area(str(tmp_path / "small")) as stage:
+        assert spark_frame(spark, small, [], "changes", stage) is small

@@ -34,6 +34,7 @@ class PreparedBatch:
     records: int | None = None  # counted while validating, when known
     retractions: int | None = None  # -U and -D records, counted with `records`
     key_only_deletes: int | None = None  # -D records carrying only the key, counted with `records`
+    one_record_per_key: bool = False  # known: no two records share a key (counted with `records`)
 
     @property
     def adds_only(self) -> bool:
@@ -83,11 +84,16 @@ def prepare_batch(
         if context.is_key_only_write and not engine.accepts_partial_write
         else None
     )
-    records, retractions, key_only_deletes = _check_values(
+    records, retractions, key_only_deletes, distinct_keys = _check_values(
         spark, spec, changes, given, targets, refused_upserts
     )
     return PreparedBatch(
-        _normalized(spark, spec, changes, given), context, records, retractions, key_only_deletes
+        _normalized(spark, spec, changes, given),
+        context,
+        records,
+        retractions,
+        key_only_deletes,
+        one_record_per_key=distinct_keys == records,
     )
 
 
@@ -183,11 +189,13 @@ def _check_values(
     given: list[str],
     targets: tuple[str, ...] | None,
     refused_upserts: str | None,
-) -> tuple[int, int, int]:
+) -> tuple[int, int, int, int | None]:
     """One aggregate pass over the raw changes counting every kind of bad record; raise with examples.
     `refused_upserts`: the engine's refusal of +I/+U records (a key-only write to an engine that takes
     whole rows only). Returns the number of records, of retractions, and of key-only deletes (a -D
-    whose written value columns are all NULL or absent) among them."""
+    whose written value columns are all NULL or absent) among them, and of distinct keys (None where
+    a key is a floating-point number: whether -0.0 and NaN count apart as the merge's grouping would
+    is not the engine's promise)."""
 
     def cast(column: str) -> str:
         name = quote(column)
@@ -234,6 +242,9 @@ def _check_values(
     counts.append(f"count_if({key_only}) AS key_only_deletes")
     if "_offset" in given:
         counts.append("count(_offset) - count(DISTINCT _offset) AS duplicate_offsets")
+    exact_keys = not any(spec.column(k).type.lower() in ("float", "double") for k in spec.primary_key)
+    if exact_keys:
+        counts.append(f"count(DISTINCT {', '.join(cast(k) for k in spec.primary_key)}) AS distinct_keys")
     try:
         result = spark.sql(f"SELECT {', '.join(counts)} FROM {{changes}}", changes=changes).collect()[0]
     except Exception as error:  # an incompatible type fails analysis, before any data is read
@@ -254,7 +265,8 @@ def _check_values(
         )
     if problems:
         raise InvalidInputError("Invalid changes, nothing was written: " + "; ".join(problems) + ".")
-    return int(result["records"]), int(result["retractions"]), int(result["key_only_deletes"])
+    distinct_keys = int(result["distinct_keys"]) if exact_keys else None
+    return int(result["records"]), int(result["retractions"]), int(result["key_only_deletes"]), distinct_keys
 
 
 def assign_auto_increment(
@@ -293,10 +305,15 @@ def assign_auto_increment(
 
 
 def merge_batch(
-    spark: SparkSession, batch: PreparedBatch, stored: DataFrame, segmented: bool = False
+    spark: SparkSession,
+    batch: PreparedBatch,
+    stored: DataFrame,
+    segmented: bool = False,
+    nothing_stored: bool = False,
 ) -> DataFrame:
     """This commit's changelog entries: `_row_kind`, the table's columns, `_offset` (order in the commit).
-    `segmented`: the batch holds several commits' records, told apart by `_segment` (see merge_query)."""
+    `segmented`: the batch holds several commits' records, told apart by `_segment`; `nothing_stored`:
+    `stored` is known to hold no row (see merge_query)."""
     spec = batch.context.definition
     for column in spec.merge.functions:
         function = batch.context.aggregator(column)
@@ -305,7 +322,7 @@ def merge_batch(
     refusal = None if batch.adds_only else refusal_query(batch.context, segmented)
     if refusal is not None and spark.sql(refusal[0], batch=batch.frame, stored=stored).take(1):
         raise MergeError(refusal[1])
-    query = merge_query(batch.context, segmented, batch.adds_only)
+    query = merge_query(batch.context, segmented, batch.adds_only, batch.one_record_per_key, nothing_stored)
     entries = spark.sql(query, batch=batch.frame, stored=stored)
     return spark.sql(
         f"SELECT _row_kind, {columns(spec.column_names)}, "

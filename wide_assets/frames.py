@@ -51,9 +51,15 @@ def spark_frame(
     """`rows` as a Spark DataFrame on `spark`; pandas and Arrow columns named like one of `columns` take
     its type where that is exact (see the module doc). `what` names the rows in errors. With `stage`
     (which writes an Arrow table as Parquet and returns where), the engine reads the staged file;
-    without, the rows are inlined into the plan (Sail copies them into every plan that uses them)."""
+    without, the rows are inlined into the plan (Sail copies them into every plan that uses them).
+    A Spark DataFrame is taken as it is, but for one whose plan inlines at least STAGED_INLINED_BYTES
+    of local rows: with `stage`, those are staged too (the rows of `createDataFrame` as they are, any
+    other such frame's as the engine computes them once)."""
     if isinstance(rows, DataFrame):
-        return rows
+        if stage is None or inlined_bytes(rows) < STAGED_INLINED_BYTES:
+            return rows
+        local = local_rows(rows)
+        return _staged(spark, rows.toArrow() if local is None else local, stage)
     table = _arrow_table(rows, what)
     wanted = {
         f.name: f.type for f in arrow_schema(spark, [c for c in columns if c.name in table.column_names])
@@ -66,11 +72,71 @@ def spark_frame(
     try:
         if stage is None:
             return spark.createDataFrame(table)
-        schema = to_spark_schema(table.schema)
+        to_spark_schema(table.schema)
     except Exception as error:  # a type Spark has no counterpart for, e.g. uint64
         raise InvalidInputError(f"The {what} cannot be converted to Spark: {first_line(error)}") from error
     # Outside the try: a store failing to take the staged file is not a problem of the rows.
-    return spark.read.schema(schema).parquet(stage(table))
+    return _staged(spark, table, stage)
+
+
+def _staged(spark: SparkSession, table: Any, stage: Callable[[Any], str]) -> DataFrame:
+    """The Arrow `table` staged as Parquet, read by the engine with the Spark types of its columns."""
+    return spark.read.schema(to_spark_schema(table.schema)).parquet(stage(table))
+
+
+# A Spark Connect frame built from local rows carries them in its plan, and Sail 0.7.2 receives them
+# anew with every query a write runs over its changes (validation, the merge, its checks): 7.25 s for
+# a first load of 200,000 such rows against 1.51 s from them as Arrow (bench.initial_load). Below this
+# size the copies cost less than staging the rows.
+STAGED_INLINED_BYTES = 1 << 20
+
+
+def inlined_bytes(frame: DataFrame) -> int:
+    """The size of the local rows a Spark Connect frame's plan carries (0 for a classic frame, or rows
+    the client uploaded once as a cached relation)."""
+    from pyspark.sql.connect.plan import LocalRelation, LogicalPlan
+
+    def size(node: Any) -> int:
+        if isinstance(node, LocalRelation):
+            return node._table.nbytes if node._table is not None else 0
+        children = [
+            child
+            for value in vars(node).values()
+            for child in (value if isinstance(value, list | tuple) else [value])
+            if isinstance(child, LogicalPlan)
+        ]
+        return sum(size(child) for child in children)
+
+    plan = getattr(frame, "_plan", None)
+    return size(plan) if isinstance(plan, LogicalPlan) else 0
+
+
+def local_rows(frame: DataFrame) -> Any | None:
+    """The rows of a frame that is exactly `createDataFrame` of local rows, as an Arrow table with the
+    names and types the engine gives them (its schema's, cast as Arrow casts safely); None for any
+    other frame, or rows Arrow cannot cast so."""
+    import json
+
+    import pyarrow as pa
+    from pyspark.sql.connect.plan import LocalRelation, ToDF
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import StructType
+
+    plan = getattr(frame, "_plan", None)
+    names = None
+    if isinstance(plan, ToDF):
+        names, plan = list(plan._cols), plan._child
+    if not isinstance(plan, LocalRelation) or plan._table is None:
+        return None
+    table = plan._table
+    try:
+        if plan._schema is not None:
+            declared = StructType.fromJson(json.loads(plan._schema))
+            types = pa.schema([f.with_nullable(True) for f in to_arrow_schema(declared)])
+            table = table.rename_columns(declared.names).cast(types)
+        return table if names is None else table.rename_columns(names)
+    except (ValueError, TypeError, pa.ArrowException):  # not a JSON schema, or not castable: compute it
+        return None
 
 
 def to_spark_schema(schema: Any) -> Any:

@@ -65,7 +65,13 @@ def merge_order(ctx: MergeContext) -> str:
     return ", ".join([*keys, "CASE WHEN _stored THEN 0 ELSE 1 END", "_arrival"])
 
 
-def merge_query(ctx: MergeContext, segmented: bool = False, adds_only: bool = False) -> str:
+def merge_query(
+    ctx: MergeContext,
+    segmented: bool = False,
+    adds_only: bool = False,
+    one_record_per_key: bool = False,
+    nothing_stored: bool = False,
+) -> str:
     """SQL over `{batch}` (table columns, `_row_kind`, `_offset`) and `{stored}` (the wide table).
 
     Returns the primary key, `_row_kind`, `_order_a`/`_order_i` (the entry's order within the
@@ -78,13 +84,19 @@ def merge_query(ctx: MergeContext, segmented: bool = False, adds_only: bool = Fa
 
     `adds_only`: the batch holds no retraction. Then no row stops existing, so segments need no
     restart, and an engine may split its fold into independent column folds (`column_folds`).
+
+    `one_record_per_key`: no key has two records in the batch, and `nothing_stored`: the table holds
+    no row (a first load). Each spares the query work whose result it already knows: grouping the
+    records by key, ranking a key's records, telling inserts from updates (bench.initial_load).
     """
     engine = engine_for(ctx.merge)
     spec = ctx.definition
     keys = [f"k{i}" for i in range(len(spec.primary_key))]
     column_folds = engine.column_folds(ctx) if adds_only and not ctx.column_sets else None
     if column_folds is not None:
-        return _entries(ctx, engine, keys, _column_folded(ctx, keys, column_folds))
+        folded = _column_folded(ctx, keys, column_folds, one_record_per_key)
+        # Column folds leave every key they see existing, so with nothing stored each is inserted.
+        return _entries(ctx, engine, keys, folded, all_inserted=nothing_stored)
     stored_row = ctx.row("r")
     key_list = ", ".join(keys)
     step = engine.step(ctx)
@@ -97,7 +109,8 @@ def merge_query(ctx: MergeContext, segmented: bool = False, adds_only: bool = Fa
     if segmented:
         restarted = f"CASE WHEN r0._starts AND NOT s0.e THEN {ctx.initial_state()} ELSE s0 END"
         fold = f"aggregate(recs, {ctx.initial_state()}, (s0, r0) -> aggregate(array(r0), {restarted}, (s, r) -> {step}))"
-    folded = f"""{_grouped(ctx, keys, segmented)}, with_stored AS (
+    alone = one_record_per_key and nothing_stored and not segmented
+    folded = f"""{_grouped(ctx, keys, segmented, alone)}, with_stored AS (
   SELECT *, aggregate(filter(recs, r -> r._stored), CAST(NULL AS {ctx.row_type}), (b, r) -> {stored_row}) AS before
   FROM grouped
 ), folded AS (
@@ -123,9 +136,10 @@ def refusal_query(ctx: MergeContext, segmented: bool = False) -> tuple[str, str]
     )
 
 
-def _grouped(ctx: MergeContext, keys: list[str], segmented: bool) -> str:
+def _grouped(ctx: MergeContext, keys: list[str], segmented: bool, alone: bool = False) -> str:
     """CTEs ending in `grouped`: per key, the batch's records and the stored row in merge order (`recs`)
-    and the first arrival (`_first`)."""
+    and the first arrival (`_first`). `alone`: each key's only record is its batch record (one per
+    key, nothing stored), so it is its key's group as it stands."""
     spec = ctx.definition
     key_select, value_select = _aliased_keys(ctx, keys), _aliased_values(ctx)
     stored_keys, stored_values = _aliased_keys(ctx, keys, "t."), _aliased_values(ctx, "t.")
@@ -148,12 +162,18 @@ def _grouped(ctx: MergeContext, keys: list[str], segmented: bool) -> str:
         else ("", "")
     )
     key_list = ", ".join(keys)
-    return f"""
+    batch = f"""
 WITH b AS (
   SELECT {key_select}, {value_select}, _row_kind AS _kind, CAST(_offset AS BIGINT) AS _arrival, false AS _stored,
          CAST({segment} AS BIGINT) AS _segment{set_columns}
   FROM {{batch}} WHERE {kind_filter(ctx)}
-), s AS (
+)"""
+    if alone:
+        return f"""{batch}, grouped AS (
+  SELECT {key_list}, array(named_struct({record_fields})) AS recs, _arrival AS _first
+  FROM (SELECT *, CAST(1 AS BIGINT) AS _rank, false AS _starts FROM b)
+)"""
+    return f"""{batch}, s AS (
   SELECT {stored_keys}, {stored_values}, '+I' AS _kind, CAST(NULL AS BIGINT) AS _arrival, true AS _stored,
          CAST(NULL AS BIGINT) AS _segment{stored_set_columns}
   FROM {{stored}} t LEFT SEMI JOIN (SELECT DISTINCT {key_list} FROM b) x ON {join}
@@ -184,9 +204,17 @@ def _aliased_values(ctx: MergeContext, prefix: str = "") -> str:
     return ", ".join(f"{ctx.decode(prefix + quote(c), c)} AS {ctx.aliases[c]}" for c in ctx.values)
 
 
-def _entries(ctx: MergeContext, engine: MergeEngine, keys: list[str], folded: str) -> str:
-    """The changelog entries of `folded` (CTEs ending in `folded`: keys, `_first`, `before`, `st`)."""
+def _entries(
+    ctx: MergeContext, engine: MergeEngine, keys: list[str], folded: str, all_inserted: bool = False
+) -> str:
+    """The changelog entries of `folded` (CTEs ending in `folded`: keys, `_first`, `before`, `st`).
+    `all_inserted`: every key is known to be new and to exist afterwards (each one +I entry)."""
     spec = ctx.definition
+    if all_inserted and not engine.per_record:
+        inserted_keys = ", ".join(f"{a} AS {quote(k)}" for k, a in zip(spec.primary_key, keys, strict=True))
+        inserted = ", ".join(f"{ctx.encode('st.' + ctx.aliases[c], c)} AS {quote(c)}" for c in ctx.values)
+        return f"""{folded}
+SELECT {inserted_keys}, '+I' AS _row_kind, _first AS _order_a, 0 AS _order_i, {inserted} FROM folded"""
     # Fluss engines carry their per-record CDC entries in the fold state; Paimon's are derived per key.
     entries = "st.log" if engine.per_record else _transitions(ctx, engine)
     out_keys = ", ".join(f"{a} AS {quote(k)}" for k, a in zip(spec.primary_key, keys, strict=True))
@@ -196,10 +224,13 @@ SELECT {out_keys}, e.k AS _row_kind, e.a AS _order_a, e.i AS _order_i, {out_valu
 FROM (SELECT {", ".join(keys)}, inline_entries.* FROM folded LATERAL VIEW inline({entries}) inline_entries) e"""
 
 
-def _column_folded(ctx: MergeContext, keys: list[str], folds: list[ColumnFold]) -> str:
+def _column_folded(
+    ctx: MergeContext, keys: list[str], folds: list[ColumnFold], one_record_per_key: bool = False
+) -> str:
     """`folded` for a batch of inserts and updates split into column folds. Each fold's records (its
     columns only, the ones that touch them, sorted by arrival) follow the stored row, as in the
-    row-wide fold, and start from the empty state; every key with a record exists afterwards."""
+    row-wide fold, and start from the empty state; every key with a record exists afterwards.
+    `one_record_per_key`: a key's records are its one record, if it touches the fold (no grouping)."""
     key_list = ", ".join(keys)
     join = " AND ".join(f"t.{a} = g.{a}" for a in keys)
     values = [ctx.aliases[c] for c in ctx.values]
@@ -209,10 +240,15 @@ def _column_folded(ctx: MergeContext, keys: list[str], folds: list[ColumnFold]) 
         fields = [ctx.aliases[c] for c in fold.columns]
         fields += [ctx.seen("s", c).split(".", 1)[1] for c in ctx.stateful_columns() if c in fold.columns]
         values_of = ", ".join(f"'{ctx.aliases[c]}', {ctx.record_value(c)}" for c in fold.columns)
-        collected.append(
-            f"sort_array(collect_list(named_struct('_a', _arrival, {values_of})) FILTER (WHERE {fold.active})) "
-            f"AS _recs{index}"
-        )
+        record = f"named_struct('_a', _arrival, {values_of})"
+        if one_record_per_key:
+            collected.append(
+                f"array_repeat({record}, CASE WHEN {fold.active} THEN 1 ELSE 0 END) AS _recs{index}"
+            )
+        else:
+            collected.append(
+                f"sort_array(collect_list({record}) FILTER (WHERE {fold.active})) AS _recs{index}"
+            )
         stored = f"named_struct('_a', CAST(-1 AS BIGINT), {values_of})"
         start = "named_struct(" + ", ".join(f"'{f}', {initial[f]}" for f in fields) + ")"
         step = "named_struct(" + ", ".join(f"'{f}', {fold.updates.get(f, 's.' + f)}" for f in fields) + ")"
@@ -222,12 +258,17 @@ def _column_folded(ctx: MergeContext, keys: list[str], folds: list[ColumnFold]) 
     for _, index, fields in folded:
         state += [f"'{f}', _fold{index}.{f}" for f in fields if f in values]
     before = ", ".join(f"'{a}', {a}" for a in values)
+    grouped = (
+        f"SELECT {key_list}, _arrival AS _first, {', '.join(collected)} FROM b"
+        if one_record_per_key
+        else f"SELECT {key_list}, min(_arrival) AS _first, {', '.join(collected)} FROM b GROUP BY {key_list}"
+    )
     return f"""
 WITH b AS (
   SELECT {_aliased_keys(ctx, keys)}, {_aliased_values(ctx)}, CAST(_offset AS BIGINT) AS _arrival
   FROM {{batch}} WHERE {kind_filter(ctx)}
 ), grouped AS (
-  SELECT {key_list}, min(_arrival) AS _first, {", ".join(collected)} FROM b GROUP BY {key_list}
+  {grouped}
 ), joined AS (
   SELECT g.*, {", ".join(f"t.{a}" for a in values)}, t.{keys[0]} IS NOT NULL AS _exists
   FROM grouped g LEFT JOIN (SELECT {_aliased_keys(ctx, keys, "t.")}, {_aliased_values(ctx, "t.")} FROM {{stored}} t) t

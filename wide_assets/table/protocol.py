@@ -207,7 +207,8 @@ def attempt(
         merged = batch
         if merge.tombstone_retention_s is not None:
             merged = without_tombstoned(storage, batch, info, markers.commits)
-        entries = merge_batch(spark, merged, stored)
+        nothing_stored = not pending and not table.file_uris()
+        entries = merge_batch(spark, merged, stored, nothing_stored=nothing_stored)
         parts = [log_rows(storage, entries, info.commit, Origin.MERGED)]
         if merge.tombstone_retention_s is not None and batch.retractions != 0:
             parts.append(log_rows(storage, tombstone_rows(spark, batch), info.commit, Origin.TOMBSTONE))
