@@ -85,9 +85,9 @@ def _staged(spark: SparkSession, table: Any, stage: Callable[[Any], str]) -> Dat
 
 
 # A Spark Connect frame built from local rows carries them in its plan, and Sail 0.7.2 receives them
-# anew with every query a write runs over its changes (validation, the merge, its checks): 7.25 s for
-# a first load of 200,000 such rows against 1.51 s from them as Arrow (bench.initial_load). Below this
-# size the copies cost less than staging the rows.
+# anew with every query a write runs over its changes (validation, the merge, its checks): a first
+# load of 500,000 such rows took 20.2 s, 3.1 s staged; at 1M rows the plan outgrows gRPC's 128 MB
+# (bench.initial_load, docs/performance.md). Below this size the copies cost less than a staged file.
 STAGED_INLINED_BYTES = 1 << 20
 
 
