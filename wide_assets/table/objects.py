@@ -95,16 +95,23 @@ class TableFiles:
 
         obstore.delete(self._store, path)
 
-    def write_parquet(self, path: str, rows: Any, statistics: bool | Sequence[str] = True) -> None:
+    def write_parquet(
+        self, path: str, rows: Any, statistics: bool | Sequence[str] = True, read_once: bool = False
+    ) -> None:
         """Write the pyarrow Table `rows` as the Parquet file `path`, with footer statistics for every
-        column or for the `statistics` columns only."""
+        column or for the `statistics` columns only. `read_once`: a file read whole once and deleted
+        (staged input); on local disk it is then written plain, without statistics, compression or
+        dictionaries (1M rows of bench.workload: 0.30 s instead of 0.73 s, 132 MB instead of 60)."""
         import pyarrow as pa
         import pyarrow.parquet as pq
 
         if not is_object_store(self.root):
             local = os.path.join(self.root, path)
             os.makedirs(os.path.dirname(local), exist_ok=True)
-            pq.write_table(rows, local, write_statistics=statistics)
+            if read_once:
+                pq.write_table(rows, local, write_statistics=False, compression="none", use_dictionary=False)
+            else:
+                pq.write_table(rows, local, write_statistics=statistics)
             return
         sink = pa.BufferOutputStream()
         pq.write_table(rows, sink, write_statistics=statistics)

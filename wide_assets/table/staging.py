@@ -29,7 +29,7 @@ def staging_area(table_path: str) -> Iterator[Callable[[Any], str]]:
 
     def stage(rows: Any) -> str:
         path = f"{STAGING_DIR}/{uuid.uuid4().hex}.parquet"
-        files.write_parquet(path, rows)
+        files.write_parquet(path, rows, read_once=True)
         staged.append(path)
         return files.uri(path)
 
