@@ -59,7 +59,8 @@ def spark_frame(
         if stage is None or inlined_bytes(rows) < STAGED_INLINED_BYTES:
             return rows
         local = local_rows(rows)
-        return _staged(spark, rows.toArrow() if local is None else local, stage)
+        staged = rows.toArrow() if local is None else local
+        return spark.read.schema(to_spark_schema(staged.schema)).parquet(stage(staged))
     table = _arrow_table(rows, what)
     wanted = {
         f.name: f.type for f in arrow_schema(spark, [c for c in columns if c.name in table.column_names])
@@ -72,16 +73,11 @@ def spark_frame(
     try:
         if stage is None:
             return spark.createDataFrame(table)
-        to_spark_schema(table.schema)
+        schema = to_spark_schema(table.schema)
     except Exception as error:  # a type Spark has no counterpart for, e.g. uint64
         raise InvalidInputError(f"The {what} cannot be converted to Spark: {first_line(error)}") from error
     # Outside the try: a store failing to take the staged file is not a problem of the rows.
-    return _staged(spark, table, stage)
-
-
-def _staged(spark: SparkSession, table: Any, stage: Callable[[Any], str]) -> DataFrame:
-    """The Arrow `table` staged as Parquet, read by the engine with the Spark types of its columns."""
-    return spark.read.schema(to_spark_schema(table.schema)).parquet(stage(table))
+    return spark.read.schema(schema).parquet(stage(table))
 
 
 # A Spark Connect frame built from local rows carries them in its plan, and Sail 0.7.2 receives them
