@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame
 
 from wide_assets.errors import InvalidInputError, MergeError, first_line
 from wide_assets.java_text import java_list
-from wide_assets.merge import MergeContext, engine_for, merge_query, refusal_query
+from wide_assets.merge import MergeContext, engine_for, merge_query, refusal_query, touched_keys_query
 from wide_assets.merge.column_sets import SET_COLUMNS, column_sets_refused
 from wide_assets.sql import ADDS, RETRACTS, RowKind, columns, key_join, kind_in, quote, string_literal
 from wide_assets.table_definition import TableDefinition
@@ -315,13 +315,7 @@ def merge_batch(
     `segmented`: the batch holds several commits' records, told apart by `_segment`; `nothing_stored`:
     `stored` is known to hold no row (see merge_query)."""
     spec = batch.context.definition
-    for column in spec.merge.functions:
-        function = batch.context.aggregator(column)
-        if function is not None:
-            function.prepare(spark)
-    refusal = None if batch.adds_only else refusal_query(batch.context, segmented)
-    if refusal is not None and spark.sql(refusal[0], batch=batch.frame, stored=stored).take(1):
-        raise MergeError(refusal[1])
+    _ready_to_merge(spark, batch, stored, segmented)
     query = merge_query(batch.context, segmented, batch.adds_only, batch.one_record_per_key, nothing_stored)
     entries = spark.sql(query, batch=batch.frame, stored=stored)
     return spark.sql(
@@ -329,3 +323,30 @@ def merge_batch(
         "CAST(row_number() OVER (ORDER BY _order_a, _order_i) - 1 AS BIGINT) AS _offset FROM {entries}",
         entries=entries,
     )
+
+
+def merged_rows(
+    spark: SparkSession, batch: PreparedBatch, stored: DataFrame, segmented: bool = False
+) -> DataFrame:
+    """The table's columns of the rows the batch's keys (`touched_keys`) have once `merge_batch`'s
+    entries are applied over `stored`; keys left without a row give none. Only for engines with one
+    transition per key (not `per_record`)."""
+    _ready_to_merge(spark, batch, stored, segmented)
+    query = merge_query(batch.context, segmented, batch.adds_only, batch.one_record_per_key, rows=True)
+    return spark.sql(query, batch=batch.frame, stored=stored)
+
+
+def touched_keys(spark: SparkSession, batch: PreparedBatch) -> DataFrame:
+    """The distinct primary keys the batch's merge sees (its records past the row-kind filter)."""
+    return spark.sql(touched_keys_query(batch.context), batch=batch.frame)
+
+
+def _ready_to_merge(spark: SparkSession, batch: PreparedBatch, stored: DataFrame, segmented: bool) -> None:
+    """Register what the table's functions call, and raise the engine's refusal of the batch, if any."""
+    for column in batch.context.definition.merge.functions:
+        function = batch.context.aggregator(column)
+        if function is not None:
+            function.prepare(spark)
+    refusal = None if batch.adds_only else refusal_query(batch.context, segmented)
+    if refusal is not None and spark.sql(refusal[0], batch=batch.frame, stored=stored).take(1):
+        raise MergeError(refusal[1])

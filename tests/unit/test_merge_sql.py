@@ -9,6 +9,7 @@ import pytest
 from wide_assets.errors import InvalidInputError
 from wide_assets.merge import MergeContext, engine_for
 from wide_assets.merge.plan import kind_filter, merge_order
+from wide_assets.table.images import rows_fold_directly
 from wide_assets.table_definition import TableDefinition
 
 COLUMNS = [("k", "int"), ("a", "string"), ("seq", "bigint")]
@@ -61,3 +62,28 @@ def test_fold_state_carries_a_seen_flag_only_for_stateful_functions() -> None:
     ctx = context({"merge-engine": "aggregation", "fields.a.aggregate-function": "first_value"})
     assert ctx.stateful_columns() == ("a",)
     assert [name for name, _ in ctx.state_fields()] == ["e", "c1", "c2", "s1"]
+
+
+@pytest.mark.parametrize(
+    ("columns", "options", "direct"),
+    [
+        (COLUMNS, {"merge-engine": "partial-update"}, True),
+        (COLUMNS, {"merge-engine": "aggregation", "fields.a.aggregate-function": "listagg"}, True),
+        (COLUMNS, {"merge-engine": "first-row", "ignore-delete": "true"}, True),
+        (
+            [("k", "int"), ("b", "binary")],
+            {"merge-engine": "aggregation", "fields.b.aggregate-function": "rbm32"},
+            False,
+        ),
+        (
+            [("k", "int"), ("b", "array<int>")],
+            {"merge-engine": "aggregation", "fields.b.aggregate-function": "collect"},
+            False,
+        ),
+        (COLUMNS, {"table.merge-engine": "first_row"}, False),  # Fluss: a CDC entry per record
+    ],
+)
+def test_union_reads_fold_rows_directly_only_where_an_unchanged_row_comes_back_as_stored(
+    columns: list[tuple[str, str]], options: dict[str, str], direct: bool
+) -> None:
+    assert rows_fold_directly(TableDefinition.build(columns, ["k"], options)) is direct

@@ -1,7 +1,13 @@
 """The pure merge core: each engine a fold over one key's records as Spark SQL, separate from I/O and Dagster."""
 
 from wide_assets.merge.context import MergeContext
-from wide_assets.merge.plan import changelog_read_from_merge, logs_unchanged_rows, merge_query, refusal_query
+from wide_assets.merge.plan import (
+    changelog_read_from_merge,
+    logs_unchanged_rows,
+    merge_query,
+    refusal_query,
+    touched_keys_query,
+)
 from wide_assets.merge.registry import engine_for
 
 __all__ = [
@@ -11,4 +17,5 @@ __all__ = [
     "logs_unchanged_rows",
     "merge_query",
     "refusal_query",
+    "touched_keys_query",
 ]

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 
-from wide_assets.batch import PreparedBatch, merge_batch
+from wide_assets.batch import PreparedBatch, merge_batch, merged_rows, touched_keys
 from wide_assets.changelog import final_images, without_before_images
 from wide_assets.merge import MergeContext, engine_for
 from wide_assets.sql import RETRACTS, columns, kind_in
 from wide_assets.table.log import Origin
 from wide_assets.table.log_frames import log_entries
 from wide_assets.table.storage import Storage
+from wide_assets.table_definition import TableDefinition
 
 
 def commit_images(storage: Storage, commits: list[int], stored: DataFrame | None = None) -> DataFrame:
@@ -39,6 +40,31 @@ def commit_images(storage: Storage, commits: list[int], stored: DataFrame | None
 def folded_fragments(storage: Storage, commits: list[int], stored: DataFrame) -> DataFrame:
     """The changelog entries of folding the records of `commits` into `stored`, as one merge whose
     arrival order is commit then offset (the fold is sequential, so this equals commit by commit)."""
+    entries = merge_batch(storage.spark, _fragments_batch(storage, commits), stored, segmented=True)
+    # One merge: its entries belong to the last commit folded, as the log will record them.
+    return storage.spark.sql(f"SELECT *, CAST({max(commits)} AS BIGINT) AS _commit FROM {{e}}", e=entries)
+
+
+def rows_fold_directly(spec: TableDefinition) -> bool:
+    """Whether `folded_rows` serves a union read of the table's pending fragments: an engine with one
+    transition per key, whose value columns fold as they are stored (no codec), so that an unchanged
+    row comes back exactly as stored."""
+    context = MergeContext(spec)
+    return not engine_for(spec.merge).per_record and all(
+        context.decode("v", c) == "v" and context.encode("v", c) == "v" for c in spec.value_columns
+    )
+
+
+def folded_rows(storage: Storage, commits: list[int], stored: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """(the rows the keys of `commits`' fragments have once those are folded into `stored`, as the
+    table will hold them after compaction; those keys): one fold, where applying `folded_fragments`'
+    entries reads the stored rows a second time and numbers every entry."""
+    batch = _fragments_batch(storage, commits)
+    return merged_rows(storage.spark, batch, stored, segmented=True), touched_keys(storage.spark, batch)
+
+
+def _fragments_batch(storage: Storage, commits: list[int]) -> PreparedBatch:
+    """The fragments of `commits` as one batch whose arrival order is commit then offset."""
     spark, spec = storage.spark, storage.definition
     names = columns(spec.column_names)
     fragments = log_entries(storage, commits, Origin.FRAGMENT)
@@ -50,7 +76,4 @@ def folded_fragments(storage: Storage, commits: list[int], stored: DataFrame) ->
         f"FROM (SELECT {names}, _row_kind, _commit AS _segment, _offset AS _position FROM {{fragments}})",
         fragments=fragments,
     )
-    batch = PreparedBatch(records, MergeContext(spec), retractions=int(retractions))
-    entries = merge_batch(spark, batch, stored, segmented=True)
-    # One merge: its entries belong to the last commit folded, as the log will record them.
-    return spark.sql(f"SELECT *, CAST({max(commits)} AS BIGINT) AS _commit FROM {{e}}", e=entries)
+    return PreparedBatch(records, MergeContext(spec), retractions=int(retractions))
