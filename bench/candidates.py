@@ -11,6 +11,7 @@ newest non-NULL value of the batch wins unless it is older than the stored row's
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -21,11 +22,25 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
-from bench.workload import COLUMN_NAMES, COLUMNS, KEY, OPTIONS, SCHEMA, SOURCES, Layout, Source
+from bench.workload import (
+    COLUMN_NAMES,
+    COLUMNS,
+    KEY,
+    OPTIONS,
+    SCHEMA,
+    SOURCES,
+    Layout,
+    Source,
+    generate,
+    oracle,
+)
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 # The write-only candidate's bucket count (a storage option: Paimon's `bucket`).
 BUCKETS = 16
@@ -194,7 +209,7 @@ def _reduced_source(changes: Any, source: Source) -> Any:
 
 
 # ------------------------------------------------------------------------------------------ candidates
-def _copied_base(layout: Layout, base: str, candidate: str) -> Path:
+def copied_base(layout: Layout, base: str, candidate: str) -> Path:
     """A private copy of the `base` table (and a WideTable's changelog) as `candidate`'s output table:
     writes change it in place."""
     source, target = layout.base(base), layout.output(candidate) / "wide"
@@ -253,8 +268,8 @@ def _timed_on_a_copy(
 
     if not is_connect(spark) and os.environ.get(SKIP_WARM_UP) != "1":
         with timings.phase(WARM_UP):
-            operation(_copied_base(layout, base, f"{candidate}_{WARM_UP}"))
-    table = _copied_base(layout, base, candidate)
+            operation(copied_base(layout, base, f"{candidate}_{WARM_UP}"))
+    table = copied_base(layout, base, candidate)
     with timings.phase("total"):
         operation(table)
     return table
@@ -292,7 +307,7 @@ def dagster_default(layout: Layout, timings: Timings) -> None:
 
     from wide_assets import WideTable, get_spark
 
-    table = _copied_base(layout, "default", "dagster_default")
+    table = copied_base(layout, "default", "dagster_default")
     spark = get_spark()
 
     @dg.asset(name="product_360_bench")
@@ -386,7 +401,7 @@ def deltars_merge(layout: Layout, timings: Timings) -> None:
     """delta-rs MERGE into a copy of the plain Delta base of the batch reduced in pyarrow (timed)."""
     from deltalake import DeltaTable
 
-    table = _copied_base(layout, "delta", "deltars_merge")
+    table = copied_base(layout, "delta", "deltars_merge")
     with timings.phase("total"):
         with timings.phase("reduce"):
             reduced = reduced_batch(layout)
@@ -462,6 +477,25 @@ CANDIDATES: dict[str, Callable[[Layout, Timings], None]] = {
         pyarrow_floor,
     )
 }
+
+
+def workload_arguments(parser: argparse.ArgumentParser, changes: int) -> None:
+    """The options of a script that runs on one generated workload: --rows, --changes, --workdir, --seed."""
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--changes", type=int, default=changes)
+    parser.add_argument("--workdir", type=Path)
+    parser.add_argument("--seed", type=int, default=7)
+
+
+@contextmanager
+def prepared_workload(args: argparse.Namespace) -> Iterator[tuple[Layout, pa.Table]]:
+    """A temporary directory (under `args.workdir`) holding the workload of `workload_arguments`' options,
+    the bases of `setup`, and the oracle's table, which is yielded with the layout."""
+    with tempfile.TemporaryDirectory(dir=args.workdir) as work:
+        layout = Layout(Path(work), args.rows, args.changes)
+        generate(layout, args.seed)
+        setup(layout)
+        yield layout, oracle(layout)
 
 
 def setup(layout: Layout) -> None:

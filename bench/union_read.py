@@ -15,16 +15,12 @@ median compacted read.
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
 import statistics
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
-from bench.candidates import setup
-from bench.workload import Layout, generate, mismatch, oracle
+from bench.candidates import copied_base, prepared_workload, workload_arguments
+from bench.workload import mismatch
 
 
 def timed_reads(table: Any, reads: int) -> list[float]:
@@ -39,25 +35,15 @@ def timed_reads(table: Any, reads: int) -> list[float]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--changes", type=int, default=10_000)
+    workload_arguments(parser, changes=10_000)
     parser.add_argument("--reads", type=int, default=3)
-    parser.add_argument("--workdir", type=Path)
-    parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
 
     from wide_assets import WideTable, get_spark
 
-    with tempfile.TemporaryDirectory(dir=args.workdir) as work:
-        layout = Layout(Path(work), args.rows, args.changes)
-        generate(layout, args.seed)
-        setup(layout)
-        expected = oracle(layout)
+    with prepared_workload(args) as (layout, expected):
         spark = get_spark()
-        copy = Path(work) / "run" / "wide"
-        for suffix in ("", "_changelog"):
-            shutil.copytree(f"{layout.base('write_only')}{suffix}", f"{copy}{suffix}")
-        os.sync()  # the copy's writeback must not compete with the timed reads
+        copy = copied_base(layout, "write_only", "union_read")
         table = WideTable.open(spark, copy)
         table.write(spark.read.parquet(str(layout.changes)))
         pending = timed_reads(table, args.reads)

@@ -15,16 +15,12 @@ transaction check and metadata reads. Each result is checked against the workloa
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
-import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from bench.candidates import WIDE_BASES, setup
-from bench.workload import Layout, generate, mismatch, oracle
+from bench.candidates import WIDE_BASES, copied_base, prepared_workload, workload_arguments
+from bench.workload import mismatch
 
 # phase: (module or class where the write looks the function up, its name)
 PHASES = {
@@ -65,30 +61,19 @@ def instrument(seconds: dict[str, float]) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--changes", type=int, default=100_000)
+    workload_arguments(parser, changes=100_000)
     parser.add_argument("--base", choices=sorted(WIDE_BASES), default="default")
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--workdir", type=Path)
-    parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
 
     from wide_assets import WideTable, get_spark
 
-    with tempfile.TemporaryDirectory(dir=args.workdir) as work:
-        layout = Layout(Path(work), args.rows, args.changes)
-        generate(layout, args.seed)
-        setup(layout)
-        expected = oracle(layout)
+    with prepared_workload(args) as (layout, expected):
         spark = get_spark()
         seconds: dict[str, float] = {}
         instrument(seconds)
         for run in range(args.runs):
-            copy = Path(work) / f"run{run}" / "wide"
-            for suffix in ("", "_changelog"):
-                shutil.copytree(f"{layout.base(args.base)}{suffix}", f"{copy}{suffix}")
-            os.sync()  # the copy's writeback must not compete with the timed write
-            table = WideTable.open(spark, copy)
+            table = WideTable.open(spark, copied_base(layout, args.base, f"run{run}"))
             seconds.clear()
             started = time.perf_counter()
             table.write(spark.read.parquet(str(layout.changes)))
