@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame
 
 from wide_assets.errors import InvalidInputError, MergeError, first_line
 from wide_assets.java_text import java_list
-from wide_assets.merge import MergeContext, engine_for, merge_query, refusal_query, touched_keys_query
+from wide_assets.merge import MergeContext, engine_for, folded_into_query, merge_query, refusal_query
 from wide_assets.merge.column_sets import SET_COLUMNS, column_sets_refused
 from wide_assets.sql import ADDS, RETRACTS, RowKind, columns, key_join, kind_in, quote, string_literal
 from wide_assets.table_definition import TableDefinition
@@ -325,20 +325,15 @@ def merge_batch(
     )
 
 
-def merged_rows(
+def folded_into(
     spark: SparkSession, batch: PreparedBatch, stored: DataFrame, segmented: bool = False
 ) -> DataFrame:
-    """The table's columns of the rows the batch's keys (`touched_keys`) have once `merge_batch`'s
-    entries are applied over `stored`; keys left without a row give none. Only for engines with one
-    transition per key (not `per_record`)."""
+    """`stored` with the batch folded in (`folded_into_query`): the rows applying `merge_batch`'s
+    entries gives. Only for engines with one transition per key (not `per_record`)."""
     _ready_to_merge(spark, batch, stored, segmented)
-    query = merge_query(batch.context, segmented, batch.adds_only, batch.one_record_per_key, rows=True)
-    return spark.sql(query, batch=batch.frame, stored=stored)
-
-
-def touched_keys(spark: SparkSession, batch: PreparedBatch) -> DataFrame:
-    """The distinct primary keys the batch's merge sees (its records past the row-kind filter)."""
-    return spark.sql(touched_keys_query(batch.context), batch=batch.frame)
+    return spark.sql(
+        folded_into_query(batch.context, segmented, batch.adds_only), batch=batch.frame, stored=stored
+    )
 
 
 def _ready_to_merge(spark: SparkSession, batch: PreparedBatch, stored: DataFrame, segmented: bool) -> None:

@@ -3,10 +3,10 @@
 from wide_assets.merge.context import MergeContext
 from wide_assets.merge.plan import (
     changelog_read_from_merge,
+    folded_into_query,
     logs_unchanged_rows,
     merge_query,
     refusal_query,
-    touched_keys_query,
 )
 from wide_assets.merge.registry import engine_for
 
@@ -14,8 +14,8 @@ __all__ = [
     "MergeContext",
     "changelog_read_from_merge",
     "engine_for",
+    "folded_into_query",
     "logs_unchanged_rows",
     "merge_query",
     "refusal_query",
-    "touched_keys_query",
 ]

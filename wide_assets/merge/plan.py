@@ -126,11 +126,19 @@ def merge_query(
     return _entries(ctx, engine, keys, folded)
 
 
-def touched_keys_query(ctx: MergeContext) -> str:
-    """SQL over `{batch}`: the distinct primary keys of the records the merge sees (after the row-kind
-    filter), under the table's column names: the keys whose rows `merge_query(rows=True)` returns."""
-    key_list = ", ".join(quote(k) for k in ctx.definition.primary_key)
-    return f"SELECT DISTINCT {key_list} FROM {{batch}} WHERE {kind_filter(ctx)}"
+def folded_into_query(ctx: MergeContext, segmented: bool = False, adds_only: bool = False) -> str:
+    """SQL over `{batch}` and `{stored}`: the stored rows with the batch folded in, exactly the table's
+    columns: every stored row whose key the batch does not touch (past the row-kind filter), then the
+    touched keys' rows (`merge_query(rows=True)`). What applying the merge's entries gives, in one
+    query, without listing or numbering the entries."""
+    spec = ctx.definition
+    names = ", ".join(quote(c) for c in spec.column_names)
+    key_list = ", ".join(quote(k) for k in spec.primary_key)
+    touched = " AND ".join(f"s.{quote(k)} = t.{quote(k)}" for k in spec.primary_key)
+    return f"""SELECT {", ".join(f"s.{quote(c)}" for c in spec.column_names)} FROM {{stored}} s
+LEFT ANTI JOIN (SELECT DISTINCT {key_list} FROM {{batch}} WHERE {kind_filter(ctx)}) t ON {touched}
+UNION ALL
+SELECT {names} FROM ({merge_query(ctx, segmented, adds_only, rows=True)}) m"""
 
 
 def refusal_query(ctx: MergeContext, segmented: bool = False) -> tuple[str, str] | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 
-from wide_assets.batch import PreparedBatch, merge_batch, merged_rows, touched_keys
+from wide_assets.batch import PreparedBatch, folded_into, merge_batch
 from wide_assets.changelog import final_images, without_before_images
 from wide_assets.merge import MergeContext, engine_for
 from wide_assets.sql import RETRACTS, columns, kind_in
@@ -46,21 +46,20 @@ def folded_fragments(storage: Storage, commits: list[int], stored: DataFrame) ->
 
 
 def rows_fold_directly(spec: TableDefinition) -> bool:
-    """Whether `folded_rows` serves a union read of the table's pending fragments: an engine with one
-    transition per key, whose value columns fold as they are stored (no codec), so that an unchanged
-    row comes back exactly as stored."""
+    """Whether `with_fragments_folded` serves a union read of the table's pending fragments: an engine
+    with one transition per key, whose value columns fold as they are stored (no codec), so that an
+    unchanged row comes back exactly as stored."""
     context = MergeContext(spec)
     return not engine_for(spec.merge).per_record and all(
         context.decode("v", c) == "v" and context.encode("v", c) == "v" for c in spec.value_columns
     )
 
 
-def folded_rows(storage: Storage, commits: list[int], stored: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """(the rows the keys of `commits`' fragments have once those are folded into `stored`, as the
-    table will hold them after compaction; those keys): one fold, where applying `folded_fragments`'
-    entries reads the stored rows a second time and numbers every entry."""
-    batch = _fragments_batch(storage, commits)
-    return merged_rows(storage.spark, batch, stored, segmented=True), touched_keys(storage.spark, batch)
+def with_fragments_folded(storage: Storage, commits: list[int], stored: DataFrame) -> DataFrame:
+    """`stored` with the fragments of `commits` folded in, as the table will hold them after compaction:
+    one query, where applying `folded_fragments`' entries reads the stored rows a second time and
+    numbers every entry."""
+    return folded_into(storage.spark, _fragments_batch(storage, commits), stored, segmented=True)
 
 
 def _fragments_batch(storage: Storage, commits: list[int]) -> PreparedBatch:

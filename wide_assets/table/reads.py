@@ -11,7 +11,7 @@ from wide_assets.changelog import apply_images, without_ignored_updates
 from wide_assets.errors import InvalidInputError, InvalidOptionError
 from wide_assets.sql import columns, key_join, quote, string_literal, value_literal
 from wide_assets.table import arbiter
-from wide_assets.table.images import commit_images, folded_rows, rows_fold_directly
+from wide_assets.table.images import commit_images, rows_fold_directly, with_fragments_folded
 from wide_assets.table.log import Origin
 from wide_assets.table.log_frames import log_frame
 from wide_assets.table.storage import Storage
@@ -49,17 +49,9 @@ class Reader:
             return base
         storage, spec = self.storage, self.storage.definition
         if spec.merge.lookup_free_writes and rows_fold_directly(spec):
-            rows, touched = folded_rows(storage, pending, base)
-            # The untouched stored rows, then the touched keys' rows: no join of every stored row
-            # with the images (whose engine plan repartitions the whole table by key).
-            return storage.spark.sql(
-                f"SELECT {columns(spec.column_names, 's.')} FROM {{base}} s LEFT ANTI JOIN {{touched}} k "
-                f"ON {key_join(spec.primary_key, 's', 'k')} "
-                f"UNION ALL SELECT {columns(spec.column_names)} FROM {{rows}}",
-                base=base,
-                touched=touched,
-                rows=rows,
-            )
+            # No join of every stored row with the images, which the engine plans as a repartition of
+            # the whole table by key.
+            return with_fragments_folded(storage, pending, base)
         return apply_images(storage.spark, spec, base, commit_images(storage, pending, base))
 
     def changelog(self, start_commit: int | None = None, end_commit: int | None = None) -> DataFrame:
