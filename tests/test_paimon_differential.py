@@ -134,7 +134,6 @@ def _without_unchanged_pairs(entries: Rows, w: Workload) -> list[tuple[Any, ...]
     """A commit's changelog (its set-compared columns sorted: `as_sets`) without the `-U`/`+U` pairs of
     one key whose images are equal and hold an array with a NULL element, a map with a NULL value or a
     FLOAT/DOUBLE NaN, or differed only in the hash order of a column compared as a set."""
-    key = [n + 1 for n, (name, _) in enumerate(w.columns) if name in w.primary_key]
     reordered = bool(_compared_as_sets(w))
 
     def unequal_to_itself(entry: tuple[Any, ...]) -> bool:
@@ -148,15 +147,26 @@ def _without_unchanged_pairs(entries: Rows, w: Workload) -> list[tuple[Any, ...]
             for v, (_, t) in zip(entry[1:], w.columns, strict=True)
         )
 
-    texts = [repr(e) for e in entries]
-    dropped = set()
+    return _without_lone_pairs(
+        entries,
+        w,
+        lambda before, after: repr(before[1:]) == repr(after[1:]) and unequal_to_itself(before),
+    )
+
+
+def _without_lone_pairs(
+    entries: Rows, w: Workload, dropped: Callable[[tuple[Any, ...], tuple[Any, ...]], bool]
+) -> list[tuple[Any, ...]]:
+    """A commit's changelog without each key's `-U`/`+U` pair, when they are the key's only entries and
+    `dropped(before, after)` holds."""
+    key = [n + 1 for n, (name, _) in enumerate(w.columns) if name in w.primary_key]
+    gone = set()
     for before in entries:
-        after = repr(("+U", *before[1:]))
-        if before[0] == "-U" and after in texts and unequal_to_itself(before):
-            same_key = [e for e in entries if [repr(e[n]) for n in key] == [repr(before[n]) for n in key]]
-            if len(same_key) == 2:
-                dropped.update({repr(before), after})
-    return [e for e in entries if repr(e) not in dropped]
+        same_key = [e for e in entries if [repr(e[n]) for n in key] == [repr(before[n]) for n in key]]
+        after = [e for e in same_key if e[0] == "+U"]
+        if before[0] == "-U" and len(same_key) == 2 and after and dropped(before, after[0]):
+            gone.update({repr(before), repr(after[0])})
+    return [e for e in entries if repr(e) not in gone]
 
 
 def without_signed_zero_updates(ours: Outcome, w: Workload) -> Outcome:
@@ -167,22 +177,15 @@ def without_signed_zero_updates(ours: Outcome, w: Workload) -> Outcome:
     if ours.changelog is None or w.options.get("changelog-producer.row-deduplicate") != "true":
         return ours
     floating = {n + 1 for n, (_, t) in enumerate(w.columns) if t in ("float", "double")}
-    key = [n + 1 for n, (name, _) in enumerate(w.columns) if name in w.primary_key]
 
     def equal_but_for_zeros(before: tuple[Any, ...], after: tuple[Any, ...]) -> bool:
         differing = [n for n in range(1, len(before)) if repr(before[n]) != repr(after[n])]
         return bool(differing) and all(n in floating and before[n] == after[n] == 0 for n in differing)
 
-    def kept(entries: Rows) -> list[tuple[Any, ...]]:
-        dropped = set()
-        for before in entries:
-            same_key = [e for e in entries if [repr(e[n]) for n in key] == [repr(before[n]) for n in key]]
-            after = [e for e in same_key if e[0] == "+U"]
-            if before[0] == "-U" and len(same_key) == 2 and after and equal_but_for_zeros(before, after[0]):
-                dropped.update({repr(before), repr(after[0])})
-        return [e for e in entries if repr(e) not in dropped]
-
-    return replace(ours, changelog=tuple(sort_rows(kept(c)) for c in ours.changelog))
+    return replace(
+        ours,
+        changelog=tuple(sort_rows(_without_lone_pairs(c, w, equal_but_for_zeros)) for c in ours.changelog),
+    )
 
 
 def _compared_as_sets(w: Workload) -> dict[int, Callable[[Any], Any]]:
