@@ -231,7 +231,7 @@ def _materialize(rows: Any) -> None:
     rows.write.format("noop").mode("overwrite").save()
 
 
-def _jvm_spark() -> Any:
+def jvm_spark() -> Any:
     """Classic JVM Spark local[2] with delta-spark (the jars `make jars` fetched), 4 GB driver."""
     from wide_assets.session import EngineSettings, get_spark
 
@@ -284,7 +284,7 @@ def wide_assets_default(layout: Layout, timings: Timings) -> None:
 
 def wide_assets_jvm(layout: Layout, timings: Timings) -> None:
     """The default `WideTable.write` on classic JVM Spark with delta-spark (Delta's own reader)."""
-    wide = _wide_write(layout, "default", "wide_assets_jvm", timings, _jvm_spark())
+    wide = _wide_write(layout, "default", "wide_assets_jvm", timings, jvm_spark())
     _save_rows(wide.read(), layout, "wide_assets_jvm")
 
 
@@ -327,19 +327,20 @@ def dagster_default(layout: Layout, timings: Timings) -> None:
     _save_rows(WideTable.open(spark, table).read(), layout, "dagster_default")
 
 
+def engine_merge_into(spark: Any, layout: Layout, table: Path) -> None:
+    """The engine's own `MERGE INTO` of the batch, reduced in its SQL, into the plain Delta `table`."""
+    changes = spark.read.parquet(str(layout.changes))
+    spark.sql(merge_sql(f"delta.`{table}`", f"({reduce_sql('{changes}')})"), changes=changes).collect()
+
+
 def _engine_merge(spark: Any, layout: Layout, base: str, candidate: str, timings: Timings) -> None:
-    """The engine's own `MERGE INTO` of the batch reduced in its SQL into a copy of the plain Delta
-    `base`; the reduction alone is timed apart afterwards (`reduce_alone`, not in the total)."""
+    """`engine_merge_into` a copy of the plain Delta `base`; the reduction alone is timed apart
+    afterwards (`reduce_alone`, not in the total)."""
+    table = _timed_on_a_copy(
+        spark, layout, base, candidate, timings, lambda copy: engine_merge_into(spark, layout, copy)
+    )
     changes = spark.read.parquet(str(layout.changes))
     reduced = f"({reduce_sql('{changes}')})"
-    table = _timed_on_a_copy(
-        spark,
-        layout,
-        base,
-        candidate,
-        timings,
-        lambda copy: spark.sql(merge_sql(f"delta.`{copy}`", reduced), changes=changes).collect(),
-    )
     with timings.phase("reduce_alone"):
         _materialize(spark.sql(reduced, changes=changes))
     _save_rows(spark.read.format("delta").load(str(table)), layout, candidate)
@@ -361,12 +362,12 @@ def sail_merge_dv(layout: Layout, timings: Timings) -> None:
 
 def delta_spark_merge(layout: Layout, timings: Timings) -> None:
     """delta-spark's `MERGE INTO` on classic JVM Spark into a plain Delta table (copy-on-write)."""
-    _engine_merge(_jvm_spark(), layout, "delta", "delta_spark_merge", timings)
+    _engine_merge(jvm_spark(), layout, "delta", "delta_spark_merge", timings)
 
 
 def delta_spark_merge_dv(layout: Layout, timings: Timings) -> None:
     """delta-spark's `MERGE INTO` on classic JVM Spark into a Delta table with deletion vectors."""
-    _engine_merge(_jvm_spark(), layout, "delta_dv", "delta_spark_merge_dv", timings)
+    _engine_merge(jvm_spark(), layout, "delta_dv", "delta_spark_merge_dv", timings)
 
 
 def _recompute(spark: Any, layout: Layout, output: Path) -> None:

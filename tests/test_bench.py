@@ -76,3 +76,16 @@ def test_the_scale_run_checks_every_candidate_in_every_mode(tmp_path: Path) -> N
         ]
     report = out.read_text()
     assert "N 2,000 -> 4,000 (2x) at K=300" in report and "K 300 -> 600 (2x) at N=4,000" in report
+
+
+def test_the_phase_profile_checks_its_writes_and_times_the_engines_merge(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bench.write_phases import main as write_phases
+
+    write_phases(
+        ["--rows", "2000", "--changes", "300", "--runs", "1", "--against-merge", "--workdir", str(tmp_path)]
+    )
+    printed = capsys.readouterr().out
+    assert "run 0: " in printed and "agrees with the oracle" in printed
+    assert "the engine's own DV MERGE: " in printed and "ours / it: " in printed

@@ -162,10 +162,8 @@ def _grouped(ctx: MergeContext, keys: list[str], segmented: bool, alone: bool = 
     """CTEs ending in `grouped`: per key, the batch's records and the stored row in merge order (`recs`)
     and the first arrival (`_first`). `alone`: each key's only record is its batch record (one per
     key, nothing stored), so it is its key's group as it stands."""
-    spec = ctx.definition
     key_select, value_select = _aliased_keys(ctx, keys), _aliased_values(ctx)
     stored_keys, stored_values = _aliased_keys(ctx, keys, "t."), _aliased_values(ctx, "t.")
-    join = " AND ".join(f"t.{quote(k)} = x.{a}" for k, a in zip(spec.primary_key, keys, strict=True))
     segment = "_segment" if segmented else "0"
     record_fields = ", ".join(
         [
@@ -198,7 +196,7 @@ WITH b AS (
     return f"""{batch}, s AS (
   SELECT {stored_keys}, {stored_values}, '+I' AS _kind, CAST(NULL AS BIGINT) AS _arrival, true AS _stored,
          CAST(NULL AS BIGINT) AS _segment{stored_set_columns}
-  FROM {{stored}} t LEFT SEMI JOIN (SELECT DISTINCT {key_list} FROM b) x ON {join}
+  FROM {_touched_stored(ctx, keys)}
 ), u AS (
   SELECT * FROM b UNION ALL SELECT * FROM s
 ), ranked AS (
@@ -212,6 +210,15 @@ WITH b AS (
          min(_arrival) AS _first
   FROM ranked GROUP BY {key_list}
 )"""
+
+
+def _touched_stored(ctx: MergeContext, keys: list[str]) -> str:
+    """`{stored}` as `t`, only the rows whose key the batch's records (`b`, keys aliased `keys`) touch.
+    As a semi join on the batch's distinct keys, JVM Spark broadcasts the keys into the scan of the
+    stored rows instead of shuffling every stored row to a sort-merge join."""
+    spec = ctx.definition
+    join = " AND ".join(f"t.{quote(k)} = x.{a}" for k, a in zip(spec.primary_key, keys, strict=True))
+    return f"{{stored}} t LEFT SEMI JOIN (SELECT DISTINCT {', '.join(keys)} FROM b) x ON {join}"
 
 
 def _aliased_keys(ctx: MergeContext, keys: list[str], prefix: str = "") -> str:
@@ -293,8 +300,9 @@ WITH b AS (
   {grouped}
 ), joined AS (
   SELECT g.*, {", ".join(f"t.{a}" for a in values)}, t.{keys[0]} IS NOT NULL AS _exists
-  FROM grouped g LEFT JOIN (SELECT {_aliased_keys(ctx, keys, "t.")}, {_aliased_values(ctx, "t.")} FROM {{stored}} t) t
-    ON {join}
+  FROM grouped g LEFT JOIN (
+    SELECT {_aliased_keys(ctx, keys, "t.")}, {_aliased_values(ctx, "t.")} FROM {_touched_stored(ctx, keys)}
+  ) t ON {join}
 ), with_folds AS (
   SELECT *, {", ".join(f for f, _, _ in folded)} FROM joined
 ), folded AS (
