@@ -352,7 +352,7 @@ def measure(layout: Layout, candidates: list[str], seed: int, progress: tqdm[Nev
 
 def size_report(n: int, k: int, runs: list[Run]) -> list[str]:
     """The markdown table of one size."""
-    base = next((r.seconds for r in runs if r.candidate == BASELINE), float("nan"))
+    base = next((r.seconds for r in runs if r.candidate == BASELINE), None)
     lines = [
         f"### N = {n:,} rows, K = {k:,} changes",
         "",
@@ -367,7 +367,7 @@ def size_report(n: int, k: int, runs: list[Run]) -> list[str]:
         verdict = "agrees" if run.error is None else "**DIFFERS**: " + run.error.splitlines()[-1][:120]
         lines.append(
             f"| {LABELS[run.candidate]} | {run.seconds:.2f} | {k / run.seconds:,.0f} | {run.peak_mb:,.0f} "
-            f"| {run.seconds / base:.2f}x | {verdict} | {detail} |"
+            f"| {'-' if base is None else f'{run.seconds / base:.2f}x'} | {verdict} | {detail} |"
         )
     return [*lines, ""]
 
