@@ -327,10 +327,15 @@ def dagster_default(layout: Layout, timings: Timings) -> None:
     _save_rows(WideTable.open(spark, table).read(), layout, "dagster_default")
 
 
+def _reduced_batch(spark: Any, layout: Layout) -> tuple[Any, str]:
+    """(the batch as a frame, SQL over `{changes}` reducing it to one row per key)."""
+    return spark.read.parquet(str(layout.changes)), f"({reduce_sql('{changes}')})"
+
+
 def engine_merge_into(spark: Any, layout: Layout, table: Path) -> None:
     """The engine's own `MERGE INTO` of the batch, reduced in its SQL, into the plain Delta `table`."""
-    changes = spark.read.parquet(str(layout.changes))
-    spark.sql(merge_sql(f"delta.`{table}`", f"({reduce_sql('{changes}')})"), changes=changes).collect()
+    changes, reduced = _reduced_batch(spark, layout)
+    spark.sql(merge_sql(f"delta.`{table}`", reduced), changes=changes).collect()
 
 
 def _engine_merge(spark: Any, layout: Layout, base: str, candidate: str, timings: Timings) -> None:
@@ -339,8 +344,7 @@ def _engine_merge(spark: Any, layout: Layout, base: str, candidate: str, timings
     table = _timed_on_a_copy(
         spark, layout, base, candidate, timings, lambda copy: engine_merge_into(spark, layout, copy)
     )
-    changes = spark.read.parquet(str(layout.changes))
-    reduced = f"({reduce_sql('{changes}')})"
+    changes, reduced = _reduced_batch(spark, layout)
     with timings.phase("reduce_alone"):
         _materialize(spark.sql(reduced, changes=changes))
     _save_rows(spark.read.format("delta").load(str(table)), layout, candidate)

@@ -16,7 +16,7 @@ from wide_assets.merge.context import MergeContext, comparable, sequence_value
 from wide_assets.merge.engine import ColumnFold, MergeEngine
 from wide_assets.merge.registry import engine_for
 from wide_assets.options.common import ChangelogProducer, MergeOptions
-from wide_assets.sql import RowKind, key_join, kind_in, quote
+from wide_assets.sql import RowKind, columns, key_join, kind_in, quote
 
 PRODUCERS_WITH_UNCHANGED_ROWS: tuple[ChangelogProducer, ...] = ("lookup", "full-compaction")
 
@@ -132,13 +132,11 @@ def folded_into_query(ctx: MergeContext, segmented: bool = False, adds_only: boo
     touched keys' rows (`merge_query(rows=True)`). What applying the merge's entries gives, in one
     query, without listing or numbering the entries."""
     spec = ctx.definition
-    names = ", ".join(quote(c) for c in spec.column_names)
-    key_list = ", ".join(quote(k) for k in spec.primary_key)
-    return f"""SELECT {", ".join(f"s.{quote(c)}" for c in spec.column_names)} FROM {{stored}} s
-LEFT ANTI JOIN (SELECT DISTINCT {key_list} FROM {{batch}} WHERE {kind_filter(ctx)}) t
+    return f"""SELECT {columns(spec.column_names, "s.")} FROM {{stored}} s
+LEFT ANTI JOIN (SELECT DISTINCT {columns(spec.primary_key)} FROM {{batch}} WHERE {kind_filter(ctx)}) t
   ON {key_join(spec.primary_key, "s", "t")}
 UNION ALL
-SELECT {names} FROM ({merge_query(ctx, segmented, adds_only, rows=True)}) m"""
+SELECT {columns(spec.column_names)} FROM ({merge_query(ctx, segmented, adds_only, rows=True)}) m"""
 
 
 def refusal_query(ctx: MergeContext, segmented: bool = False) -> tuple[str, str] | None:
