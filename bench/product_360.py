@@ -1,11 +1,14 @@
 """Incremental partial-update apply vs full recompute and peer MERGEs on a product_360-like table.
 
     .venv/bin/python -m bench.product_360 [--sizes 1000000:10000,1000000:100000,10000000:10000]
-        [--candidates a,b] [--workdir DIR] [--out bench/RESULTS.md] [--seed 7] [--initial-load] [--quiet]
+        [--candidates a,b] [--repeats 1] [--workdir DIR] [--out bench/RESULTS.md] [--seed 7]
+        [--initial-load] [--quiet]
 
 Per size N:K, on the same generated data (see `bench.workload`), every candidate (`bench.candidates`)
 runs in a fresh process whose whole process tree's RSS is sampled every 50 ms; its result is read back
-and compared to an independent oracle. With `--initial-load`, `bench.initial_load` also runs once at
+and compared to an independent oracle. With `--repeats R`, the candidates run R rounds in turn (so that
+a slower stretch of the machine falls on every candidate) and each is reported by its median run,
+with every run's seconds beside it: one fresh process's time varied by up to 2x on this machine. With `--initial-load`, `bench.initial_load` also runs once at
 the largest N <= 1,000,000. Prints a table per size and the targets (PASS/MISS), and writes them to
 `--out` with the command, machine and versions. A progress bar (step and candidate) is drawn on stderr
 when it is a terminal, unless `--quiet`.
@@ -20,6 +23,7 @@ import os
 import platform
 import shlex
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -104,6 +108,8 @@ class Run:
     deletion_vectors: int | None = None
     # The candidate process's peak RSS (MB) in each phase (`bench.candidates.Timings`).
     high_water: dict[str, float] = field(default_factory=dict)
+    # With repeats: every run's seconds, in order (this Run holds their medians).
+    repeated: list[float] = field(default_factory=list)
 
     def time(self, phase: str = "total") -> float:
         """Seconds of one timed phase."""
@@ -335,19 +341,43 @@ def run_candidate(
     return run
 
 
-def measure(layout: Layout, candidates: list[str], seed: int, progress: tqdm[Never]) -> list[Run]:
-    """Prepare one size and run and verify every candidate on it; `progress` (a
-    `demos.progress.steps` bar) advances by one per step: preparation (two steps), each candidate."""
+def measure(
+    layout: Layout, candidates: list[str], seed: int, progress: tqdm[Never], repeats: int = 1
+) -> list[Run]:
+    """Prepare one size and run and verify every candidate on it, `repeats` rounds of every candidate
+    in turn, each reported by `median_run`; `progress` (a `demos.progress.steps` bar) advances by one
+    per step: preparation (two steps), each candidate's run."""
     size = f"N={layout.n:,} K={layout.k:,}"
     progress.set_description(f"{size} generate and setup")
     expected = prepare(layout, seed)
     progress.update(2)
-    runs = []
-    for name in candidates:
-        progress.set_description(f"{size} {name}")
-        runs.append(run_candidate(name, layout, expected))
-        progress.update()
-    return runs
+    runs: dict[str, list[Run]] = {name: [] for name in candidates}
+    for round_ in range(repeats):
+        for name in candidates:
+            progress.set_description(f"{size} {name}" + (f" ({round_ + 1}/{repeats})" if repeats > 1 else ""))
+            runs[name].append(run_candidate(name, layout, expected))
+            progress.update()
+    return [median_run(runs[name]) for name in candidates]
+
+
+def median_run(runs: list[Run]) -> Run:
+    """One candidate's repeated runs as one: the median seconds of every phase, the highest memory, and
+    every run's seconds (`repeated`); a run that failed or disagreed with the oracle stands for them all."""
+    failed = next((run for run in runs if run.error is not None), None)
+    if len(runs) == 1 or failed is not None:
+        return failed or runs[0]
+    phases = {phase: statistics.median(run.phases[phase] for run in runs) for phase in runs[0].phases}
+    high_water = {phase: max(run.high_water.get(phase, 0.0) for run in runs) for phase in runs[0].high_water}
+    return Run(
+        candidate=runs[0].candidate,
+        seconds=phases["total"],
+        peak_mb=max(run.peak_mb for run in runs),
+        error=None,
+        phases=phases,
+        deletion_vectors=runs[-1].deletion_vectors,
+        high_water=high_water,
+        repeated=[run.seconds for run in runs],
+    )
 
 
 def size_report(n: int, k: int, runs: list[Run]) -> list[str]:
@@ -361,6 +391,8 @@ def size_report(n: int, k: int, runs: list[Run]) -> list[str]:
     ]
     for run in runs:
         details = [f"{p} {s:.2f}" for p, s in run.phases.items() if p != "total"]
+        if run.repeated:
+            details.insert(0, "runs " + " / ".join(f"{s:.2f}" for s in run.repeated))
         if run.deletion_vectors is not None:
             details.append(f"files with a deletion vector: {run.deletion_vectors}")
         detail = ", ".join(details)
@@ -487,7 +519,8 @@ becomes the newest one (what Paimon's fold gives on this workload, see `bench.wo
 Every candidate runs in a fresh process; setup is untimed: engine start, copying the base table,
 imports. A candidate on classic JVM Spark first runs its timed operation once on a second copy of the
 base, untimed (`warm_up` detail): a long-lived driver is warm, and a cold JVM's class loading and code
-generation took most of the first run. Seconds are the timed part only; rows/s = K / seconds; "time vs delta-rs" divides by the
+generation took most of the first run. Seconds are the timed part only (with `--repeats`, the
+median of the candidate's runs, and of each detail; "runs" lists every run's seconds); rows/s = K / seconds; "time vs delta-rs" divides by the
 delta-rs MERGE's seconds; peak RSS is the sum of the RSS of the candidate's whole process tree (Python,
 and the JVM for classic Spark), sampled every 50 ms over the process's whole life (so it includes
 setup). Before any candidate ran, the initial table was written once as Parquet and appended by Sail
@@ -540,6 +573,9 @@ def main(argv: list[str] | None = None) -> dict[tuple[int, int], list[Run]]:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "RESULTS.md")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
+        "--repeats", type=int, default=1, help="rounds of every candidate; each reported by its median"
+    )
+    parser.add_argument(
         "--initial-load",
         action="store_true",
         help=f"also run bench.initial_load at the largest N <= {INITIAL_LOAD_MAX_ROWS:,} that ran",
@@ -554,13 +590,14 @@ def main(argv: list[str] | None = None) -> dict[tuple[int, int], list[Run]]:
         [".venv/bin/python", "-m", "bench.product_360", *(sys.argv[1:] if argv is None else argv)]
     )
     sizes = parse_sizes(args.sizes)
-    total = len(sizes) * (2 + len(candidates)) + int(args.initial_load)
+    total = len(sizes) * (2 + len(candidates) * args.repeats) + int(args.initial_load)
     with (
         tempfile.TemporaryDirectory(dir=args.workdir) as work,
         steps(total, quiet=args.quiet) as progress,
     ):
         results = {
-            (n, k): measure(Layout(Path(work), n, k), candidates, args.seed, progress) for n, k in sizes
+            (n, k): measure(Layout(Path(work), n, k), candidates, args.seed, progress, args.repeats)
+            for n, k in sizes
         }
         load = None
         if args.initial_load:

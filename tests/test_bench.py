@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from bench.candidates import CANDIDATES, SKIP_WARM_UP
-from bench.product_360 import main
+from bench.product_360 import Run, main, median_run
 from bench.workload import KEY, Layout, generate, mismatch, oracle
 
 # Every candidate but two of the four that start a JVM of their own (about a minute each here): our write
@@ -31,6 +31,18 @@ def test_every_candidate_agrees_with_the_oracle(tmp_path: Path, monkeypatch: pyt
     assert all(r.seconds > 0 and r.peak_mb > 0 for r in runs)
     report = out.read_text()
     assert "## Targets" in report and "Versions: Python" in report
+
+
+def test_repeated_runs_report_their_medians_and_any_failure() -> None:
+    runs = [
+        Run("c", seconds, 100.0 + seconds, None, {"total": seconds, "merge": seconds / 2}, 3)
+        for seconds in (3.0, 1.0, 2.0)
+    ]
+    combined = median_run(runs)
+    assert (combined.seconds, combined.phases, combined.peak_mb) == (2.0, {"total": 2.0, "merge": 1.0}, 103.0)
+    assert combined.repeated == [3.0, 1.0, 2.0]
+    wrong = Run("c", 0.5, 90.0, "rows differ in columns {'price': 1}", {"total": 0.5})
+    assert median_run([*runs, wrong]) is wrong
 
 
 def test_the_verification_can_fail(tmp_path: Path) -> None:

@@ -245,3 +245,40 @@ def test_a_null_sequence_sorts_first_in_descending_order(
         table.compact()
     found = {r.k: (r.s, r.v) for r in table.read().collect()}
     assert found == {1: (5, "five"), 2: (5, "five"), 3: (3, "three"), 4: (5, "five"), 5: (5, "five")}
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"changelog-producer": "lookup"}, {"table.changelog.image": "FULL"}],
+    ids=["paimon", "fluss"],
+)
+def test_arrivals_at_the_bigint_bounds_order_a_commits_changelog(
+    spark: Any, tmp_path: Path, options: dict[str, str]
+) -> None:
+    """A changelog entry's `_offset` is its place in the commit, in arrival order, -U before its +U,
+    whatever `_offset` values the records arrived with: within +-2^61 (numbered from the arrival) and
+    out to the BIGINT bounds (ranked). The order is written out by hand from the arrivals."""
+    table = WideTable.create(spark, tmp_path / "t", [("k", "int"), ("v", "string")], ["k"], options)
+    table.write(spark.createDataFrame([(k, "old") for k in range(1, 5)], "k int, v string"))
+    schema = "k int, v string, _offset bigint"
+    near = [(1, "a", -(2**61)), (2, "b", 2**61), (5, "c", 7)]
+    far = [(1, "d", 2**63 - 1), (2, "e", -(2**63)), (3, "f", 0), (4, "g", 2**62), (6, "h", -5)]
+    for rows in (near, far):
+        table.write(spark.createDataFrame(rows, schema))
+    entries = table.changelog(start_commit=2).orderBy("_commit", "_offset").collect()
+    assert [(r._commit, r._row_kind, r.k, r.v) for r in entries] == [
+        (2, "-U", 1, "old"),
+        (2, "+U", 1, "a"),
+        (2, "+I", 5, "c"),
+        (2, "-U", 2, "old"),
+        (2, "+U", 2, "b"),
+        (3, "-U", 2, "b"),
+        (3, "+U", 2, "e"),
+        (3, "+I", 6, "h"),
+        (3, "-U", 3, "old"),
+        (3, "+U", 3, "f"),
+        (3, "-U", 4, "old"),
+        (3, "+U", 4, "g"),
+        (3, "-U", 1, "a"),
+        (3, "+U", 1, "d"),
+    ]

@@ -14,7 +14,14 @@ from pyspark.sql import DataFrame
 
 from wide_assets.errors import InvalidInputError, MergeError, first_line
 from wide_assets.java_text import java_list
-from wide_assets.merge import MergeContext, engine_for, folded_into_query, merge_query, refusal_query
+from wide_assets.merge import (
+    MergeContext,
+    engine_for,
+    entry_offset,
+    folded_into_query,
+    merge_query,
+    refusal_query,
+)
 from wide_assets.merge.column_sets import SET_COLUMNS, column_sets_refused
 from wide_assets.sql import ADDS, RETRACTS, RowKind, columns, key_join, kind_in, quote, string_literal
 from wide_assets.table_definition import TableDefinition
@@ -35,6 +42,7 @@ class PreparedBatch:
     retractions: int | None = None  # -U and -D records, counted with `records`
     key_only_deletes: int | None = None  # -D records carrying only the key, counted with `records`
     one_record_per_key: bool = False  # known: no two records share a key (counted with `records`)
+    arrivals: tuple[int, int] | None = None  # the least and greatest `_offset`, counted with `records`
 
     @property
     def adds_only(self) -> bool:
@@ -84,16 +92,15 @@ def prepare_batch(
         if context.is_key_only_write and not engine.accepts_partial_write
         else None
     )
-    records, retractions, key_only_deletes, distinct_keys = _check_values(
-        spark, spec, changes, given, targets, refused_upserts
-    )
+    counts = _check_values(spark, spec, changes, given, targets, refused_upserts)
     return PreparedBatch(
         _normalized(spark, spec, changes, given),
         context,
-        records,
-        retractions,
-        key_only_deletes,
-        one_record_per_key=distinct_keys == records,
+        counts.records,
+        counts.retractions,
+        counts.key_only_deletes,
+        one_record_per_key=counts.distinct_keys == counts.records,
+        arrivals=counts.arrivals,
     )
 
 
@@ -173,13 +180,30 @@ def _normalized(
         source = f"try_cast({quote(column.name)} AS {column.type})" if column.name in given else "NULL"
         columns.append(f"CAST({source} AS {column.type}) AS {quote(column.name)}")
     kind = "_row_kind" if "_row_kind" in given else string_literal(RowKind.INSERT)
-    offset = "CAST(_offset AS BIGINT)" if "_offset" in given else "monotonically_increasing_id()"
     if SET_COLUMNS in given:
         columns.append(f"CAST({SET_COLUMNS} AS array<string>) AS {SET_COLUMNS}")
     return spark.sql(
-        f"SELECT {', '.join(columns)}, {kind} AS _row_kind, {offset} AS _offset FROM {{changes}}",
+        f"SELECT {', '.join(columns)}, {kind} AS _row_kind, {_arrival(given)} AS _offset FROM {{changes}}",
         changes=changes,
     )
+
+
+def _arrival(given: list[str]) -> str:
+    """A record's arrival order (`_offset` of the normalized batch), as SQL over the raw changes."""
+    return "CAST(_offset AS BIGINT)" if "_offset" in given else "monotonically_increasing_id()"
+
+
+@dataclass(frozen=True)
+class _Counts:
+    """What validating a batch counted."""
+
+    records: int
+    retractions: int  # -U and -D records
+    key_only_deletes: int  # -D records whose written value columns are all NULL or absent
+    # None where a key is a floating-point number: whether -0.0 and NaN count apart as the merge's
+    # grouping would is not the engine's promise.
+    distinct_keys: int | None
+    arrivals: tuple[int, int] | None  # the least and greatest arrival; None without records
 
 
 def _check_values(
@@ -189,13 +213,10 @@ def _check_values(
     given: list[str],
     targets: tuple[str, ...] | None,
     refused_upserts: str | None,
-) -> tuple[int, int, int, int | None]:
+) -> _Counts:
     """One aggregate pass over the raw changes counting every kind of bad record; raise with examples.
     `refused_upserts`: the engine's refusal of +I/+U records (a key-only write to an engine that takes
-    whole rows only). Returns the number of records, of retractions, and of key-only deletes (a -D
-    whose written value columns are all NULL or absent) among them, and of distinct keys (None where
-    a key is a floating-point number: whether -0.0 and NaN count apart as the merge's grouping would
-    is not the engine's promise)."""
+    whole rows only)."""
 
     def cast(column: str) -> str:
         name = quote(column)
@@ -242,11 +263,20 @@ def _check_values(
     counts.append(f"count_if({key_only}) AS key_only_deletes")
     if "_offset" in given:
         counts.append("count(_offset) - count(DISTINCT _offset) AS duplicate_offsets")
+    counts += [
+        "min(CAST(_offset AS BIGINT)) AS first_arrival",
+        "max(CAST(_offset AS BIGINT)) AS last_arrival",
+    ]
+    # Generated arrivals are numbered in the aggregate's input: JVM Spark refuses a nondeterministic
+    # expression as an aggregate function's argument.
+    numbered = (
+        "{changes}" if "_offset" in given else f"(SELECT *, {_arrival(given)} AS _offset FROM {{changes}})"
+    )
     exact_keys = not any(spec.column(k).type.lower() in ("float", "double") for k in spec.primary_key)
     if exact_keys:
         counts.append(f"count(DISTINCT {', '.join(cast(k) for k in spec.primary_key)}) AS distinct_keys")
     try:
-        result = spark.sql(f"SELECT {', '.join(counts)} FROM {{changes}}", changes=changes).collect()[0]
+        result = spark.sql(f"SELECT {', '.join(counts)} FROM {numbered}", changes=changes).collect()[0]
     except Exception as error:  # an incompatible type fails analysis, before any data is read
         raise InvalidInputError(
             f"The changes do not fit the table's column types: {first_line(error)}"
@@ -265,8 +295,14 @@ def _check_values(
         )
     if problems:
         raise InvalidInputError("Invalid changes, nothing was written: " + "; ".join(problems) + ".")
-    distinct_keys = int(result["distinct_keys"]) if exact_keys else None
-    return int(result["records"]), int(result["retractions"]), int(result["key_only_deletes"]), distinct_keys
+    first, last = result["first_arrival"], result["last_arrival"]
+    return _Counts(
+        records=int(result["records"]),
+        retractions=int(result["retractions"]),
+        key_only_deletes=int(result["key_only_deletes"]),
+        distinct_keys=int(result["distinct_keys"]) if exact_keys else None,
+        arrivals=None if first is None else (int(first), int(last)),
+    )
 
 
 def assign_auto_increment(
@@ -319,8 +355,8 @@ def merge_batch(
     query = merge_query(batch.context, segmented, batch.adds_only, batch.one_record_per_key, nothing_stored)
     entries = spark.sql(query, batch=batch.frame, stored=stored)
     return spark.sql(
-        f"SELECT _row_kind, {columns(spec.column_names)}, "
-        "CAST(row_number() OVER (ORDER BY _order_a, _order_i) - 1 AS BIGINT) AS _offset FROM {entries}",
+        f"SELECT _row_kind, {columns(spec.column_names)}, {entry_offset(batch.arrivals)} AS _offset "
+        "FROM {entries}",
         entries=entries,
     )
 

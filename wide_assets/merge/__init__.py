@@ -3,6 +3,7 @@
 from wide_assets.merge.context import MergeContext
 from wide_assets.merge.plan import (
     changelog_read_from_merge,
+    entry_offset,
     folded_into_query,
     logs_unchanged_rows,
     merge_query,
@@ -14,6 +15,7 @@ __all__ = [
     "MergeContext",
     "changelog_read_from_merge",
     "engine_for",
+    "entry_offset",
     "folded_into_query",
     "logs_unchanged_rows",
     "merge_query",

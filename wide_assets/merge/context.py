@@ -17,6 +17,10 @@ from wide_assets.schema import Column, FieldFunction
 from wide_assets.sql import ADDS, RETRACTS, RowKind, kind_in
 from wide_assets.table_definition import TableDefinition
 
+# An entry's index among the entries of one record (Fluss) or one key (Paimon): 0, or 1 for the +U
+# after its -U. An entry's place in its commit is (arrival, index), numbered `entry_offset`.
+ENTRY_INDEXES = 2
+
 # A record `r` of the fold by its row kind.
 ADD = kind_in("r._kind", ADDS)
 RETRACT = kind_in("r._kind", RETRACTS)
@@ -66,6 +70,8 @@ def compare_nulls_first(left: str, right: str) -> str:
 
 def compare_tuples(left: Sequence[str], right: Sequence[str]) -> str:
     """Lexicographic -1/0/1 of two tuples of values, NULL smallest in every position."""
+    if len(left) == 1:  # spares every fold step a nullif and a coalesce (a sequence group's one field)
+        return compare_nulls_first(left[0], right[0])
     parts = [f"nullif({compare_nulls_first(a, b)}, 0)" for a, b in zip(left, right, strict=True)]
     return f"coalesce({', '.join(parts)}, 0)"
 

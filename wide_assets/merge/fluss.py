@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from wide_assets.merge.context import ADD, DELETE, MergeContext
+from wide_assets.merge.context import ADD, DELETE, ENTRY_INDEXES, MergeContext
 from wide_assets.merge.engine import MergeEngine, partial_delete_removes_row, partial_delete_values
 from wide_assets.options.common import MergeOptions
 
@@ -78,6 +78,7 @@ def emit(ctx: MergeContext, updates: Mapping[str, str], entries: Sequence[tuple[
     """The state with `updates` applied and CDC `entries` ((kind, OLD|NEW image)) appended to its log."""
     if ctx.merge.changelog_image == "WAL":
         entries = [(kind, image) for kind, image in entries if kind != "-U"]
+    assert len(entries) <= ENTRY_INDEXES, "an entry's index must fit entry_offset's numbering"
     new_row = (
         "named_struct("
         + ", ".join(f"'{ctx.aliases[c]}', {updates.get(ctx.aliases[c], ctx.ref('s', c))}" for c in ctx.values)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from wide_assets.merge.column_sets import SET_COLUMNS, with_column_sets
-from wide_assets.merge.context import MergeContext, comparable, sequence_value
+from wide_assets.merge.context import ENTRY_INDEXES, MergeContext, comparable, sequence_value
 from wide_assets.merge.engine import ColumnFold, MergeEngine
 from wide_assets.merge.registry import engine_for
 from wide_assets.options.common import ChangelogProducer, MergeOptions
@@ -49,6 +49,18 @@ def kind_filter(ctx: MergeContext) -> str:
         elif merge.ignore_update_before:
             dropped.append(RowKind.UPDATE_BEFORE)
     return f"NOT {kind_in('_row_kind', dropped)}" if dropped else "true"
+
+
+def entry_offset(arrivals: tuple[int, int] | None) -> str:
+    """SQL over `merge_query`'s entries: each entry's `_offset`, its place in the commit, from
+    (`_order_a`, `_order_i`), for a batch whose arrivals lie within `arrivals` (least, greatest; None
+    when not known). `ENTRY_INDEXES * _order_a + _order_i` keeps the order without ranking every entry
+    in one task (a window over the whole commit); its numbers have gaps, as the log's have where it
+    leaves -U entries out. Arrivals it cannot number so within a BIGINT are ranked."""
+    bound = (2**63 - 1) // ENTRY_INDEXES - 1
+    if arrivals is not None and -bound <= arrivals[0] and arrivals[1] <= bound:
+        return f"{ENTRY_INDEXES} * _order_a + _order_i"
+    return "CAST(row_number() OVER (ORDER BY _order_a, _order_i) - 1 AS BIGINT)"
 
 
 def merge_order(ctx: MergeContext) -> str:
