@@ -194,3 +194,25 @@ def test_writers_look_up_stored_rows_where_a_check_needs_them(spark: Any, tmp_pa
     with pytest.raises(MergeError, match="can not accept delete records"):
         table.write(spark.createDataFrame([(1, "a", 1, None, None, "-D")], DDL))
     assert table.compact() is not None and rows(table) == [(1, "a", 1, None, None)]
+
+
+def test_fragments_arriving_at_the_bigint_bounds_fold_in_commit_then_offset_order(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A write-only table folds its pending fragments in commit order, then `_offset` order within a
+    commit, whatever the offsets: within +-2^58 (numbered from commit and offset) and out to the
+    BIGINT bounds (ranked). Written out by hand: the last record of a key in that order wins, in the
+    union read with the commits pending and in the compacted table."""
+    table = WideTable.create(
+        spark, tmp_path / "t", [("k", "int"), ("v", "string")], ["k"], {"write-only": "true"}
+    )
+    schema = "k int, v string, _offset bigint"
+    near = [[(1, "a", 2**58), (1, "b", -(2**58))], [(1, "c", -(2**58)), (2, "d", 2**58)]]
+    far = [[(3, "e", 2**63 - 1), (3, "f", -(2**63)), (4, "g", 2**63 - 2)], [(4, "h", -(2**63))]]
+    after_near = {1: "c", 2: "d"}
+    for commits, expected in ((near, after_near), (far, {**after_near, 3: "e", 4: "h"})):
+        for rows in commits:
+            table.write(spark.createDataFrame(rows, schema))
+        assert {r.k: r.v for r in table.read().collect()} == expected, "the union read"
+        table.compact()
+        assert {r.k: r.v for r in table.read().collect()} == expected, "the compacted table"

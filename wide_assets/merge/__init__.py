@@ -2,6 +2,7 @@
 
 from wide_assets.merge.context import MergeContext
 from wide_assets.merge.plan import (
+    ARRIVAL_BOUND,
     changelog_read_from_merge,
     entry_offset,
     folded_into_query,
@@ -12,6 +13,7 @@ from wide_assets.merge.plan import (
 from wide_assets.merge.registry import engine_for
 
 __all__ = [
+    "ARRIVAL_BOUND",
     "MergeContext",
     "changelog_read_from_merge",
     "engine_for",

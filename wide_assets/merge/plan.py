@@ -51,14 +51,18 @@ def kind_filter(ctx: MergeContext) -> str:
     return f"NOT {kind_in('_row_kind', dropped)}" if dropped else "true"
 
 
+# The largest arrival `entry_offset` numbers from (its negation the least): the entries' numbers then
+# fit a BIGINT.
+ARRIVAL_BOUND = (2**63 - 1) // ENTRY_INDEXES - 1
+
+
 def entry_offset(arrivals: tuple[int, int] | None) -> str:
     """SQL over `merge_query`'s entries: each entry's `_offset`, its place in the commit, from
     (`_order_a`, `_order_i`), for a batch whose arrivals lie within `arrivals` (least, greatest; None
     when not known). `ENTRY_INDEXES * _order_a + _order_i` keeps the order without ranking every entry
     in one task (a window over the whole commit); its numbers have gaps, as the log's have where it
     leaves -U entries out. Arrivals it cannot number so within a BIGINT are ranked."""
-    bound = (2**63 - 1) // ENTRY_INDEXES - 1
-    if arrivals is not None and -bound <= arrivals[0] and arrivals[1] <= bound:
+    if arrivals is not None and arrivals[0] >= -ARRIVAL_BOUND and arrivals[1] <= ARRIVAL_BOUND:
         return f"{ENTRY_INDEXES} * _order_a + _order_i"
     return "CAST(row_number() OVER (ORDER BY _order_a, _order_i) - 1 AS BIGINT)"
 

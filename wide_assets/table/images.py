@@ -6,7 +6,7 @@ from pyspark.sql import DataFrame
 
 from wide_assets.batch import PreparedBatch, folded_into, merge_batch
 from wide_assets.changelog import final_images, without_before_images
-from wide_assets.merge import MergeContext, engine_for
+from wide_assets.merge import ARRIVAL_BOUND, MergeContext, engine_for
 from wide_assets.sql import RETRACTS, columns, kind_in
 from wide_assets.table.log import Origin
 from wide_assets.table.log_frames import log_entries
@@ -63,16 +63,31 @@ def with_fragments_folded(storage: Storage, commits: list[int], stored: DataFram
 
 
 def _fragments_batch(storage: Storage, commits: list[int]) -> PreparedBatch:
-    """The fragments of `commits` as one batch whose arrival order is commit then offset."""
+    """The fragments of `commits` as one batch whose arrival order is commit then offset: numbered
+    `(commit - first commit) * span + (offset - least offset)` (span: the offsets' range), which keeps
+    that order without ranking every fragment in one task (a window over them all), when it fits the
+    bound `entry_offset` numbers within; ranked otherwise."""
     spark, spec = storage.spark, storage.definition
     names = columns(spec.column_names)
     fragments = log_entries(storage, commits, Origin.FRAGMENT)
-    retractions = spark.sql(
-        f"SELECT count_if({kind_in('_row_kind', RETRACTS)}) AS n FROM {{fragments}}", fragments=fragments
-    ).collect()[0]["n"]
+    counted = spark.sql(
+        f"SELECT count_if({kind_in('_row_kind', RETRACTS)}) AS retractions, min(_offset) AS least, "
+        "max(_offset) AS greatest FROM {fragments}",
+        fragments=fragments,
+    ).collect()[0]
+    least, greatest = counted["least"], counted["greatest"]
+    arrivals, arrival = None, "row_number() OVER (ORDER BY _segment, _position)"
+    if least is not None:
+        span = int(greatest) - int(least) + 1
+        last = (max(commits) - min(commits) + 1) * span - 1
+        if last <= ARRIVAL_BOUND:
+            arrivals = (0, last)
+            arrival = f"(_segment - {min(commits)}) * {span} + (_position - CAST({int(least)} AS BIGINT))"
     records = spark.sql(
-        f"SELECT {names}, _row_kind, _segment, row_number() OVER (ORDER BY _segment, _position) AS _offset "
+        f"SELECT {names}, _row_kind, _segment, CAST({arrival} AS BIGINT) AS _offset "
         f"FROM (SELECT {names}, _row_kind, _commit AS _segment, _offset AS _position FROM {{fragments}})",
         fragments=fragments,
     )
-    return PreparedBatch(records, MergeContext(spec), retractions=int(retractions))
+    return PreparedBatch(
+        records, MergeContext(spec), retractions=int(counted["retractions"]), arrivals=arrivals
+    )
