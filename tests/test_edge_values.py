@@ -282,3 +282,28 @@ def test_arrivals_at_the_bigint_bounds_order_a_commits_changelog(
         (3, "-U", 1, "a"),
         (3, "+U", 1, "d"),
     ]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"changelog-producer": "lookup"}, {"merge-engine": "partial-update", "fields.ts.sequence-group": "v"}],
+    ids=["deduplicate", "partial-update"],
+)
+@pytest.mark.parametrize("together", [False, True], ids=["two-commits", "one-batch"])
+def test_a_negative_zero_key_is_the_zero_key(
+    spark: Any, tmp_path: Path, options: dict[str, str], together: bool
+) -> None:
+    """A FLOAT or DOUBLE key -0.0 is the key 0.0 (SQL's `=` and GROUP BY make them one): a newer record
+    for -0.0 updates the row of 0.0, which keeps the key 0.0, whether the two arrive in two commits
+    (the stored row and a record) or in one batch. A window over the two once ranked them apart on
+    Sail, and the record for -0.0 was lost."""
+    columns = [("k", "double"), ("v", "string"), ("ts", "int")]
+    table = WideTable.create(spark, tmp_path / "t", columns, ["k"], options)
+    rows = [(0.0, "zero", 1), (-0.0, "negative zero", 2)]
+    schema = "k double, v string, ts int"
+    if together:
+        table.write(spark.createDataFrame(rows, schema))
+    else:
+        table.write(spark.createDataFrame(rows[:1], schema))
+        assert table.write(spark.createDataFrame(rows[1:], schema)).updated == 1
+    assert [(repr(r.k), r.v, r.ts) for r in table.read().collect()] == [("0.0", "negative zero", 2)]

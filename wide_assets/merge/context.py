@@ -51,13 +51,18 @@ def comparable(value: str, type_text: str) -> str:
     return value
 
 
+def one_zero(value: str, type_text: str) -> str:
+    """`value` with a FLOAT or DOUBLE -0.0 made 0.0 (a value of any other type as it is)."""
+    if type_text.strip().lower() in FLOATING:
+        return f"CASE WHEN abs({value}) = 0 THEN CAST(0 AS {type_text}) ELSE {value} END"
+    return value
+
+
 def sequence_value(value: str, type_text: str) -> str:
     """`value` as Paimon orders a sequence: a FLOAT or DOUBLE -0.0 ties with 0.0, since its generated
     comparator compares primitives with `<` and `>` (`GenerateUtils.generateCompare`). Sail orders
     -0.0 first (Arrow's total order) and JVM Spark does not, so the zero is made one value first."""
-    if type_text.strip().lower() in FLOATING:
-        return f"CASE WHEN abs({value}) = 0 THEN CAST(0 AS {type_text}) ELSE {value} END"
-    return value
+    return one_zero(value, type_text)
 
 
 def compare_nulls_first(left: str, right: str) -> str:

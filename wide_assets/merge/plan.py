@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from wide_assets.merge.column_sets import SET_COLUMNS, with_column_sets
-from wide_assets.merge.context import ENTRY_INDEXES, MergeContext, comparable, sequence_value
+from wide_assets.merge.context import ENTRY_INDEXES, MergeContext, comparable, one_zero, sequence_value
 from wide_assets.merge.engine import ColumnFold, MergeEngine
 from wide_assets.merge.registry import engine_for
 from wide_assets.options.common import ChangelogProducer, MergeOptions
@@ -236,9 +236,13 @@ def _touched_stored(ctx: MergeContext, keys: list[str]) -> str:
 
 
 def _aliased_keys(ctx: MergeContext, keys: list[str], prefix: str = "") -> str:
-    """The primary key columns (of `prefix`) under the query's key aliases."""
+    """The primary key columns (of `prefix`) under the query's key aliases, a FLOAT or DOUBLE key's
+    -0.0 as 0.0: one key, as `=` and both engines' GROUP BY have it. Sail 0.7.2 partitions a window
+    over the two zeros apart, so a stored 0.0 and a record for -0.0 were ranked apart, both first,
+    and the stored row was folded last: the record was lost."""
     return ", ".join(
-        f"{prefix}{quote(k)} AS {a}" for k, a in zip(ctx.definition.primary_key, keys, strict=True)
+        f"{one_zero(prefix + quote(k), ctx.column(k).type)} AS {a}"
+        for k, a in zip(ctx.definition.primary_key, keys, strict=True)
     )
 
 
