@@ -8,8 +8,8 @@ Per size N:K, on the same generated data (see `bench.workload`), every candidate
 runs in a fresh process whose whole process tree's RSS is sampled every 50 ms; its result is read back
 and compared to an independent oracle. With `--repeats R`, the candidates run R rounds in turn (so that
 a slower stretch of the machine falls on every candidate) and each is reported by its median run,
-with every run's seconds beside it: one fresh process's time varied by up to 2x on this machine. With `--initial-load`, `bench.initial_load` also runs once at
-the largest N <= 1,000,000. Prints a table per size and the targets (PASS/MISS), and writes them to
+with every run's seconds beside it: one fresh process's time varied by up to 2x on this machine.
+With `--initial-load`, `bench.initial_load` also runs once at the largest N <= 1,000,000. Prints a table per size and the targets (PASS/MISS), and writes them to
 `--out` with the command, machine and versions. A progress bar (step and candidate) is drawn on stderr
 when it is a terminal, unless `--quiet`.
 """
@@ -520,7 +520,8 @@ Every candidate runs in a fresh process; setup is untimed: engine start, copying
 imports. A candidate on classic JVM Spark first runs its timed operation once on a second copy of the
 base, untimed (`warm_up` detail): a long-lived driver is warm, and a cold JVM's class loading and code
 generation took most of the first run. Seconds are the timed part only (with `--repeats`, the
-median of the candidate's runs, and of each detail; "runs" lists every run's seconds); rows/s = K / seconds; "time vs delta-rs" divides by the
+median of the candidate's runs, and of each detail; "runs" lists every run's seconds); rows/s = K /
+seconds; "time vs delta-rs" divides by the
 delta-rs MERGE's seconds; peak RSS is the sum of the RSS of the candidate's whole process tree (Python,
 and the JVM for classic Spark), sampled every 50 ms over the process's whole life (so it includes
 setup). Before any candidate ran, the initial table was written once as Parquet and appended by Sail

@@ -36,11 +36,15 @@ def test_every_candidate_agrees_with_the_oracle(tmp_path: Path, monkeypatch: pyt
 def test_repeated_runs_report_their_medians_and_any_failure() -> None:
     runs = [
         Run("c", seconds, 100.0 + seconds, None, {"total": seconds, "merge": seconds / 2}, 3)
-        for seconds in (3.0, 1.0, 2.0)
+        for seconds in (4.0, 1.0, 1.5)
     ]
     combined = median_run(runs)
-    assert (combined.seconds, combined.phases, combined.peak_mb) == (2.0, {"total": 2.0, "merge": 1.0}, 103.0)
-    assert combined.repeated == [3.0, 1.0, 2.0]
+    assert (combined.seconds, combined.phases, combined.peak_mb) == (
+        1.5,
+        {"total": 1.5, "merge": 0.75},
+        104.0,
+    )
+    assert combined.repeated == [4.0, 1.0, 1.5]
     wrong = Run("c", 0.5, 90.0, "rows differ in columns {'price': 1}", {"total": 0.5})
     assert median_run([*runs, wrong]) is wrong
 
