@@ -9,7 +9,7 @@ one base of `bench.candidates.setup` (`default` or `write_only`) in one warm ses
 library's own calls are timed where the write makes them: validation (`prepare_batch`), the merge and
 the log append in one atomic commit (`log_frames.append_log`, which computes the merge), the counts
 (`commit_counts`) and the table commit (`table_writes.apply_images`: reading the snapshot's files, the
-engine writing the new images, finding the rows they replace). The rest of the total is recovery, the
+engine writing the new images while the driver finds the rows they replace: these two overlap). The rest of the total is recovery, the
 transaction check and metadata reads. Each result is checked against the workload's oracle (read
 through Sail: a JVM driver refuses to collect a 10M-row table). `--against-merge` also times, after
 each write, the engine's own `MERGE INTO` with deletion vectors of the same batch (reduced in its SQL)

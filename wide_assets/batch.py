@@ -23,6 +23,7 @@ from wide_assets.merge import (
     refusal_query,
 )
 from wide_assets.merge.column_sets import SET_COLUMNS, column_sets_refused
+from wide_assets.queries import select
 from wide_assets.sql import ADDS, RETRACTS, RowKind, columns, key_join, kind_in, quote, string_literal
 from wide_assets.table_definition import TableDefinition
 
@@ -118,7 +119,8 @@ def _check_column_sets(
     strange = f"array_except({SET_COLUMNS}, CAST(array({known}) AS array<string>))"
     try:
         key = ", ".join(f"CAST({quote(k)} AS STRING)" for k in spec.primary_key)
-        bad = spark.sql(
+        bad = select(
+            spark,
             f"SELECT key, names FROM (SELECT concat_ws(', ', {key}) AS key, {strange} AS names "
             f"FROM {{changes}}) WHERE size(names) > 0 LIMIT {EXAMPLES}",
             changes=changes,
@@ -182,7 +184,8 @@ def _normalized(
     kind = "_row_kind" if "_row_kind" in given else string_literal(RowKind.INSERT)
     if SET_COLUMNS in given:
         columns.append(f"CAST({SET_COLUMNS} AS array<string>) AS {SET_COLUMNS}")
-    return spark.sql(
+    return select(
+        spark,
         f"SELECT {', '.join(columns)}, {kind} AS _row_kind, {_arrival(given)} AS _offset FROM {{changes}}",
         changes=changes,
     )
@@ -276,7 +279,7 @@ def _check_values(
     if exact_keys:
         counts.append(f"count(DISTINCT {', '.join(cast(k) for k in spec.primary_key)}) AS distinct_keys")
     try:
-        result = spark.sql(f"SELECT {', '.join(counts)} FROM {numbered}", changes=changes).collect()[0]
+        result = select(spark, f"SELECT {', '.join(counts)} FROM {numbered}", changes=changes).collect()[0]
     except Exception as error:  # an incompatible type fails analysis, before any data is read
         raise InvalidInputError(
             f"The changes do not fit the table's column types: {first_line(error)}"
@@ -284,7 +287,8 @@ def _check_values(
     problems = []
     for i, (name, (condition, shown)) in enumerate(checks.items()):
         if result[str(i)]:
-            examples = spark.sql(
+            examples = select(
+                spark,
                 f"SELECT CAST({shown} AS STRING) AS v FROM {{changes}} WHERE {condition} LIMIT {EXAMPLES}",
                 changes=changes,
             ).collect()
@@ -316,7 +320,8 @@ def assign_auto_increment(
     keys, batch_keys = columns(spec.primary_key), columns(spec.primary_key, "b.")
     joined = key_join(spec.primary_key, "b", "n", null_safe=True)
     stored_match = key_join(spec.primary_key, "t", "b")
-    new_keys = spark.sql(
+    new_keys = select(
+        spark,
         f"SELECT {keys}, CAST({next_id} - 1 + row_number() OVER (ORDER BY _first) AS "
         f"{spec.column(column).type}) AS _id FROM (SELECT {batch_keys}, min(b._offset) AS _first "
         f"FROM {{frame}} b WHERE {kind_in('b._row_kind', ADDS)} "
@@ -334,8 +339,11 @@ def assign_auto_increment(
             *([SET_COLUMNS] if batch.context.column_sets else []),
         ]
     )
-    frame = spark.sql(
-        f"SELECT {with_ids} FROM {{frame}} b LEFT JOIN {{ids}} n ON {joined}", frame=batch.frame, ids=new_keys
+    frame = select(
+        spark,
+        f"SELECT {with_ids} FROM {{frame}} b LEFT JOIN {{ids}} n ON {joined}",
+        frame=batch.frame,
+        ids=new_keys,
     )
     return replace(batch, frame=frame), next_id + assigned
 
@@ -353,8 +361,9 @@ def merge_batch(
     spec = batch.context.definition
     _ready_to_merge(spark, batch, stored, segmented)
     query = merge_query(batch.context, segmented, batch.adds_only, batch.one_record_per_key, nothing_stored)
-    entries = spark.sql(query, batch=batch.frame, stored=stored)
-    return spark.sql(
+    entries = select(spark, query, batch=batch.frame, stored=stored)
+    return select(
+        spark,
         f"SELECT _row_kind, {columns(spec.column_names)}, {entry_offset(batch.arrivals)} AS _offset "
         "FROM {entries}",
         entries=entries,
@@ -367,8 +376,8 @@ def folded_into(
     """`stored` with the batch folded in (`folded_into_query`): the rows applying `merge_batch`'s
     entries gives. Only for engines with one transition per key (not `per_record`)."""
     _ready_to_merge(spark, batch, stored, segmented)
-    return spark.sql(
-        folded_into_query(batch.context, segmented, batch.adds_only), batch=batch.frame, stored=stored
+    return select(
+        spark, folded_into_query(batch.context, segmented, batch.adds_only), batch=batch.frame, stored=stored
     )
 
 
@@ -379,5 +388,5 @@ def _ready_to_merge(spark: SparkSession, batch: PreparedBatch, stored: DataFrame
         if function is not None:
             function.prepare(spark)
     refusal = None if batch.adds_only else refusal_query(batch.context, segmented)
-    if refusal is not None and spark.sql(refusal[0], batch=batch.frame, stored=stored).take(1):
+    if refusal is not None and select(spark, refusal[0], batch=batch.frame, stored=stored).take(1):
         raise MergeError(refusal[1])

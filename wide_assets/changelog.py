@@ -13,6 +13,7 @@ from pyspark.sql import DataFrame
 from wide_assets.batch import PreparedBatch
 from wide_assets.merge.context import comparable
 from wide_assets.merge.plan import kind_filter
+from wide_assets.queries import select
 from wide_assets.sql import ADDS, RETRACTS, RowKind, columns, key_join, kind_in, quote
 from wide_assets.table_definition import TableDefinition
 
@@ -23,7 +24,8 @@ if TYPE_CHECKING:
 def input_changelog(spark: SparkSession, batch: PreparedBatch) -> DataFrame:
     """C2: the `input` producer's changelog: the records as written, after the row-kind filter."""
     spec = batch.context.definition
-    return spark.sql(
+    return select(
+        spark,
         f"SELECT _row_kind, {columns(spec.column_names)}, CAST(row_number() OVER (ORDER BY _offset) - 1 AS BIGINT) AS _offset "
         f"FROM {{frame}} WHERE {kind_filter(batch.context)}",
         frame=batch.frame,
@@ -71,7 +73,8 @@ def final_images(
     """Per key whose row changed: its last changelog image (`_row_kind` '-D' = delete) to apply."""
     keys = columns(spec.primary_key)
     values = "".join(f", _last.v.{quote(c)} AS {quote(c)}" for c in spec.value_columns)
-    return spark.sql(
+    return select(
+        spark,
         f"SELECT {keys}, _last.k AS _row_kind{values} FROM ({_first_and_last(spec, across_commits)}) "
         f"WHERE NOT {UNCHANGED}",
         entries=entries,
@@ -100,7 +103,8 @@ def collapsed_transitions(spark: SparkSession, spec: TableDefinition, entries: D
       ELSE CAST(array() AS array<struct<_k:string, _i:int, _v:struct<{value_type}>>>)
     END"""
     values = "".join(f", t._v.{quote(c)} AS {quote(c)}" for c in spec.value_columns)
-    return spark.sql(
+    return select(
+        spark,
         f"SELECT t._k AS _row_kind, {keys}{values}, "
         f"CAST(row_number() OVER (ORDER BY {keys}, t._i) - 1 AS BIGINT) AS _offset "
         f"FROM ({_first_and_last(spec, across_commits=True)}) LATERAL VIEW inline({transitions}) t",
@@ -110,7 +114,8 @@ def collapsed_transitions(spark: SparkSession, spec: TableDefinition, entries: D
 
 def transition_counts(spark: SparkSession, spec: TableDefinition, entries: DataFrame) -> dict[str, int]:
     """Keys inserted, updated, unchanged (touched, same values) and deleted by a commit's entries."""
-    row = spark.sql(
+    row = select(
+        spark,
         f"SELECT count_if(NOT {EXISTED} AND {EXISTS}) AS inserted, "
         f"count_if({EXISTED} AND {EXISTS} AND NOT {UNCHANGED}) AS updated, "
         f"count_if({UNCHANGED}) AS unchanged, count_if({EXISTED} AND NOT {EXISTS}) AS deleted "
@@ -124,7 +129,8 @@ def kind_counts(spark: SparkSession, entries: DataFrame) -> dict[str, int]:
     """`transition_counts` of one commit of an engine that logs exactly one transition per key (+I,
     -D or a -U/+U pair) and no unchanged key: one aggregate of row kinds, no ranking. Also counts
     the entries (`changelog_rows`)."""
-    row = spark.sql(
+    row = select(
+        spark,
         f"SELECT count_if({kind_in('_row_kind', [RowKind.INSERT])}) AS inserted, "
         f"count_if({kind_in('_row_kind', [RowKind.UPDATE_AFTER])}) AS updated, "
         f"count_if({kind_in('_row_kind', [RowKind.DELETE])}) AS deleted, count(*) AS changelog_rows "
@@ -158,7 +164,8 @@ def without_ignored_updates(spark: SparkSession, spec: TableDefinition, entries:
         f"max(CASE WHEN {kind_in('_row_kind', [RowKind.UPDATE_BEFORE])} THEN {image} END) OVER ({window}) <=> "
         f"max(CASE WHEN {kind_in('_row_kind', [RowKind.UPDATE_AFTER])} THEN {image} END) OVER ({window})"
     )
-    return spark.sql(
+    return select(
+        spark,
         f"SELECT {columns(entries.columns)} FROM (SELECT *, {kind_in('_row_kind', [RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER])} "
         f"AND {pair} AS _ignored FROM {{entries}}) "
         "WHERE NOT _ignored",
@@ -177,7 +184,8 @@ def apply_images(
     applied = ", ".join(
         f"CASE WHEN i._image THEN i.{quote(c)} ELSE s.{quote(c)} END AS {quote(c)}" for c in spec.column_names
     )
-    return spark.sql(
+    return select(
+        spark,
         f"SELECT {applied} FROM (SELECT *, true AS _image FROM {{images}}) i "
         f"FULL OUTER JOIN {{stored}} s ON {keys} "
         f"WHERE i._image IS NULL OR NOT {kind_in('i._row_kind', [RowKind.DELETE])}",

@@ -7,6 +7,7 @@ from pyspark.sql import DataFrame
 from wide_assets.batch import PreparedBatch, folded_into, merge_batch
 from wide_assets.changelog import final_images, without_before_images
 from wide_assets.merge import ARRIVAL_BOUND, MergeContext, engine_for
+from wide_assets.queries import select
 from wide_assets.sql import RETRACTS, columns, kind_in
 from wide_assets.table.log import Origin
 from wide_assets.table.log_frames import log_entries
@@ -42,7 +43,7 @@ def folded_fragments(storage: Storage, commits: list[int], stored: DataFrame) ->
     arrival order is commit then offset (the fold is sequential, so this equals commit by commit)."""
     entries = merge_batch(storage.spark, _fragments_batch(storage, commits), stored, segmented=True)
     # One merge: its entries belong to the last commit folded, as the log will record them.
-    return storage.spark.sql(f"SELECT *, CAST({max(commits)} AS BIGINT) AS _commit FROM {{e}}", e=entries)
+    return select(storage.spark, f"SELECT *, CAST({max(commits)} AS BIGINT) AS _commit FROM {{e}}", e=entries)
 
 
 def rows_fold_directly(spec: TableDefinition) -> bool:
@@ -70,7 +71,8 @@ def _fragments_batch(storage: Storage, commits: list[int]) -> PreparedBatch:
     spark, spec = storage.spark, storage.definition
     names = columns(spec.column_names)
     fragments = log_entries(storage, commits, Origin.FRAGMENT)
-    counted = spark.sql(
+    counted = select(
+        spark,
         f"SELECT count_if({kind_in('_row_kind', RETRACTS)}) AS retractions, min(_offset) AS least, "
         "max(_offset) AS greatest FROM {fragments}",
         fragments=fragments,
@@ -83,7 +85,8 @@ def _fragments_batch(storage: Storage, commits: list[int]) -> PreparedBatch:
         if last <= ARRIVAL_BOUND:
             arrivals = (0, last)
             arrival = f"(_segment - {min(commits)}) * {span} + (_position - CAST({int(least)} AS BIGINT))"
-    records = spark.sql(
+    records = select(
+        spark,
         f"SELECT {names}, _row_kind, _segment, CAST({arrival} AS BIGINT) AS _offset "
         f"FROM (SELECT {names}, _row_kind, _commit AS _segment, _offset AS _position FROM {{fragments}})",
         fragments=fragments,

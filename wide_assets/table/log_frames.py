@@ -11,6 +11,7 @@ from pyspark.sql import DataFrame
 from wide_assets.changelog import without_before_images
 from wide_assets.errors import merge_errors
 from wide_assets.merge import changelog_read_from_merge
+from wide_assets.queries import select
 from wide_assets.schema import Column
 from wide_assets.sql import as_declared, columns, quote, string_literal
 from wide_assets.table import arbiter, delta_log
@@ -88,7 +89,8 @@ def log_schema(storage: Storage) -> str:
 
 def log_entries(storage: Storage, commits: list[int], origin: Origin) -> DataFrame:
     """The log rows of `origin` of `commits` (a contiguous range), from the log as it is now."""
-    return storage.spark.sql(
+    return select(
+        storage.spark,
         f"SELECT * FROM {{log}} WHERE _commit BETWEEN {min(commits)} AND {max(commits)} "
         f"AND _origin = {string_literal(origin)}",
         log=log_frame(storage, min(commits), max(commits), origin),
@@ -102,7 +104,8 @@ def log_rows(storage: Storage, entries: DataFrame, commit: int, origin: Origin) 
     spec = storage.definition
     if origin == Origin.MERGED and not changelog_read_from_merge(spec.merge):
         entries = without_before_images(entries)
-    return storage.spark.sql(
+    return select(
+        storage.spark,
         f"SELECT CAST({commit} AS BIGINT) AS _commit, _offset, _row_kind, {string_literal(origin)} AS _origin, "
         f"{columns(spec.column_names)}, CAST(NULL AS STRING) AS _commit_info FROM {{entries}}",
         entries=entries,
@@ -120,11 +123,12 @@ def append_log(
         "_origin": string_literal(origin),
         LOG_INFO.name: string_literal(info_json),
     }
-    marker = storage.spark.sql(
+    marker = select(
+        storage.spark,
         "SELECT "
         + ", ".join(
             f"CAST({values.get(c.name, 'NULL')} AS {c.type}) AS {quote(c.name)}" for c in log_columns(storage)
-        )
+        ),
     )
     files = TableFiles(storage.changelog_path)
     # One engine write per part, not one of their union: Sail 0.7.2's local-cluster mode was seen to

@@ -9,6 +9,7 @@ from pyspark.sql import DataFrame
 
 from wide_assets.changelog import apply_images, without_ignored_updates
 from wide_assets.errors import InvalidInputError, InvalidOptionError
+from wide_assets.queries import select
 from wide_assets.sql import columns, key_join, quote, string_literal, value_literal
 from wide_assets.table import arbiter
 from wide_assets.table.images import commit_images, rows_fold_directly, with_fragments_folded
@@ -76,7 +77,8 @@ class Reader:
             conditions.append(f"_commit >= {first}")
         if last is not None:
             conditions.append(f"_commit <= {last}")
-        entries = storage.spark.sql(
+        entries = select(
+            storage.spark,
             f"SELECT _row_kind, {columns(storage.definition.column_names)}, _commit, _offset FROM {{log}} "
             f"WHERE {' AND '.join(conditions)}",
             log=log_frame(storage, first, last, origin),
@@ -140,7 +142,8 @@ class Reader:
             if any(not values for values in literals.values()):
                 return rows.limit(0)
             rows = rows.where(" AND ".join(f"{quote(c)} IN ({', '.join(v)})" for c, v in literals.items()))
-        return storage.spark.sql(
+        return select(
+            storage.spark,
             f"SELECT t.* FROM {{rows}} t LEFT SEMI JOIN {{keys}} k ON {key_join(key, 't', 'k')}",
             rows=rows,
             keys=keys,

@@ -64,12 +64,19 @@ def apply_images(storage: Storage, images: DataFrame, table: Any, through: int) 
     # Only the keys come to the driver, to find the rows the images replace.
     touched = frame.select(*[quote(c) for c in key_columns(spec)]).toArrow() if live else None
     new_rows = frame.where(f"NOT {IS_DELETE_IMAGE}").drop("_row_kind")
-    written = write_files(new_rows, files, partition_columns(spec))
+    with ThreadPoolExecutor(1) as finder:
+        # The driver reads the stored keys while the engine writes the images: neither needs the other.
+        finding = (
+            finder.submit(replaced_rows, files, live, touched, spec)
+            if touched is not None and touched.num_rows
+            else None
+        )
+        written = write_files(new_rows, files, partition_columns(spec))
+        replaced = finding.result() if finding is not None else None
     faults.checkpoint("after-table-files")
     now = int(time.time() * 1000)
     actions: list[dict[str, Any]] = [delta_log.txn_action(through)]
-    if touched is not None and touched.num_rows:
-        replaced = replaced_rows(files, live, touched, spec)
+    if replaced is not None:
         if uses_deletion_vectors(table):
             actions += mark_deleted(files, replaced, now)
         else:

@@ -22,6 +22,7 @@ from wide_assets.batch import PreparedBatch
 from wide_assets.merge.plan import kind_filter
 from wide_assets.options.common import MergeOptions
 from wide_assets.options.tombstones import tombstone_time_columns
+from wide_assets.queries import select
 from wide_assets.sql import RowKind, kind_in, quote
 from wide_assets.table.log import CommitInfo, Origin
 from wide_assets.table.log_frames import log_frame
@@ -54,7 +55,8 @@ def tombstone_rows(spark: SparkSession, batch: PreparedBatch) -> DataFrame:
         for c in spec.column_names
     )
     deletes = kind_in("_row_kind", [RowKind.DELETE])
-    return spark.sql(
+    return select(
+        spark,
         f"SELECT _row_kind, {columns}, _offset FROM {{frame}} "
         f"WHERE {deletes} AND {kind_filter(batch.context)} AND {_time(delete_time_columns(spec.merge))} IS NOT NULL",
         frame=batch.frame,
@@ -79,7 +81,8 @@ def without_tombstoned(
     keys = ", ".join(quote(k) for k in spec.primary_key)
     first = first_live_commit(commits, info.written_at, retention)
     deleted = _time(delete_time_columns(spec.merge))
-    latest = spark.sql(
+    latest = select(
+        spark,
         f"SELECT {keys}, max(_deleted) AS _tombstone FROM ("
         f"SELECT {keys}, {deleted} AS _deleted FROM {{log}} "
         f"WHERE _origin = '{Origin.TOMBSTONE}' AND _commit >= {first} AND _commit < {info.commit} "
@@ -89,7 +92,8 @@ def without_tombstoned(
     )
     join = " AND ".join(f"b.{quote(k)} = t.{quote(k)}" for k in spec.primary_key)
     time = _time(tombstone_time_columns(spec.merge), "b.")
-    frame = spark.sql(
+    frame = select(
+        spark,
         f"SELECT b.* FROM {{frame}} b LEFT JOIN {{latest}} t ON {join} "
         # A NULL time is the smallest (P6): never newer than a tombstone.
         f"WHERE t._tombstone IS NULL OR {kind_in('b._row_kind', [RowKind.DELETE])} OR {time} > t._tombstone",
