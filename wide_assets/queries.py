@@ -5,6 +5,8 @@ while the server parses and analyzes it, then returns the same relation unexecut
 round trip took 20 ms for a merge query over a 10,000-record batch, and the write's next queries, built
 on top of it, each paid it again for the whole plan (`bench.write_phases`, docs/performance.md). A
 query the library only builds on and runs later needs none of it: its errors surface when it runs.
+The plan is built by pyspark's own Connect classes (the formatter and relations `spark.sql` itself
+uses; pyspark is pinned at 4.0.1), so the server receives what `spark.sql` would have sent it.
 """
 
 from __future__ import annotations
