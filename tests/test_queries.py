@@ -3,6 +3,7 @@ until the frame runs."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -33,11 +34,18 @@ def test_a_select_asks_the_server_nothing_until_it_runs(spark: Any, monkeypatch:
     assert is_connect(spark)
     requests: list[str] = []
     client = spark.client
-    for name in ("execute_command", "_execute_and_fetch", "_analyze"):
+
+    def counted(name: str) -> Callable[..., Any]:
         sent = getattr(client, name)
-        monkeypatch.setattr(
-            client, name, lambda *a, _sent=sent, _name=name, **k: (requests.append(_name), _sent(*a, **k))[1]
-        )
+
+        def send(*args: Any, **kwargs: Any) -> Any:
+            requests.append(name)
+            return sent(*args, **kwargs)
+
+        return send
+
+    for name in ("execute_command", "_execute_and_fetch", "_analyze"):
+        monkeypatch.setattr(client, name, counted(name))
     a, b = spark.range(4), spark.range(7)
     broken = select(spark, "SELECT no_such_column FROM {a}", a=a)
     frame = select(spark, "SELECT id, n FROM {q}", q=select(spark, QUERY, a=a, b=b))
