@@ -113,7 +113,7 @@ def merge_query(
     keys = [f"k{i}" for i in range(len(spec.primary_key))]
     column_folds = engine.column_folds(ctx) if adds_only and not ctx.column_sets else None
     if column_folds is not None:
-        folded = _column_folded(ctx, keys, column_folds, one_record_per_key)
+        folded = _column_folded(ctx, keys, column_folds, one_record_per_key, nothing_stored)
         if rows:
             return _rows_after(ctx, engine, keys, folded)
         # Column folds leave every key they see existing, so with nothing stored each is inserted.
@@ -126,12 +126,20 @@ def merge_query(
         step = f"CASE WHEN r._stored THEN {engine.step(replace(ctx, target_columns=None))} ELSE {step} END"
     if ctx.column_sets:
         step = with_column_sets(ctx, step)
-    fold = f"aggregate(recs, {ctx.initial_state()}, (s, r) -> {step})"
-    if segmented:
-        restarted = f"CASE WHEN r0._starts AND NOT s0.e THEN {ctx.initial_state()} ELSE s0 END"
-        fold = f"aggregate(recs, {ctx.initial_state()}, (s0, r0) -> aggregate(array(r0), {restarted}, (s, r) -> {step}))"
-    alone = one_record_per_key and nothing_stored and not segmented
-    folded = f"""{_grouped(ctx, keys, segmented, alone)}, with_stored AS (
+    if one_record_per_key and nothing_stored and not segmented:
+        # Each key's one record is its group: one step from the initial state, the step's `s` and `r`
+        # struct columns, and no stored row before it. No array is built and no lambda runs: that
+        # cost a first load of 1M rows into an aggregation table a quarter of its merge.
+        folded = f"""{_grouped(ctx, keys, segmented, alone=True)}, folded AS (
+  SELECT {key_list}, _first, CAST(NULL AS {ctx.row_type}) AS before, {step} AS st
+  FROM (SELECT {key_list}, _first, {ctx.initial_state()} AS s, _record AS r FROM grouped) single_step
+)"""
+    else:
+        fold = f"aggregate(recs, {ctx.initial_state()}, (s, r) -> {step})"
+        if segmented:
+            restarted = f"CASE WHEN r0._starts AND NOT s0.e THEN {ctx.initial_state()} ELSE s0 END"
+            fold = f"aggregate(recs, {ctx.initial_state()}, (s0, r0) -> aggregate(array(r0), {restarted}, (s, r) -> {step}))"
+        folded = f"""{_grouped(ctx, keys, segmented)}, with_stored AS (
   SELECT *, aggregate(filter(recs, r -> r._stored), CAST(NULL AS {ctx.row_type}), (b, r) -> {stored_row}) AS before
   FROM grouped
 ), folded AS (
@@ -175,7 +183,7 @@ def refusal_query(ctx: MergeContext, segmented: bool = False) -> tuple[str, str]
 def _grouped(ctx: MergeContext, keys: list[str], segmented: bool, alone: bool = False) -> str:
     """CTEs ending in `grouped`: per key, the batch's records and the stored row in merge order (`recs`)
     and the first arrival (`_first`). `alone`: each key's only record is its batch record (one per
-    key, nothing stored), so it is its key's group as it stands."""
+    key, nothing stored): its group is that record as a struct (`_record`), not an array."""
     key_select, value_select = _aliased_keys(ctx, keys), _aliased_values(ctx)
     stored_keys, stored_values = _aliased_keys(ctx, keys, "t."), _aliased_values(ctx, "t.")
     segment = "_segment" if segmented else "0"
@@ -204,7 +212,7 @@ WITH b AS (
 )"""
     if alone:
         return f"""{batch}, grouped AS (
-  SELECT {key_list}, array(named_struct({record_fields})) AS recs, _arrival AS _first
+  SELECT {key_list}, named_struct({record_fields}) AS _record, _arrival AS _first
   FROM (SELECT *, CAST(1 AS BIGINT) AS _rank, false AS _starts FROM b)
 )"""
     return f"""{batch}, s AS (
@@ -272,44 +280,55 @@ FROM (SELECT {", ".join(keys)}, inline_entries.* FROM folded LATERAL VIEW inline
 
 
 def _column_folded(
-    ctx: MergeContext, keys: list[str], folds: list[ColumnFold], one_record_per_key: bool = False
+    ctx: MergeContext,
+    keys: list[str],
+    folds: list[ColumnFold],
+    one_record_per_key: bool = False,
+    nothing_stored: bool = False,
 ) -> str:
     """`folded` for a batch of inserts and updates split into column folds. Each fold's records (its
     columns only, the ones that touch them, sorted by arrival) follow the stored row, as in the
     row-wide fold, and start from the empty state; every key with a record exists afterwards.
-    `one_record_per_key`: a key's records are its one record, if it touches the fold (no grouping)."""
+    `one_record_per_key`: a key's records are its one record, if it touches the fold (no grouping);
+    with `nothing_stored` too, each fold takes at most that one step (`_first_steps`)."""
     key_list = ", ".join(keys)
     join = " AND ".join(f"t.{a} = g.{a}" for a in keys)
     values = [ctx.aliases[c] for c in ctx.values]
     initial = dict(ctx.state_fields())
-    collected, folded = [], []
-    for index, fold in enumerate(folds):
-        fields = [ctx.aliases[c] for c in fold.columns]
-        fields += [ctx.seen("s", c).split(".", 1)[1] for c in ctx.stateful_columns() if c in fold.columns]
-        values_of = ", ".join(f"'{ctx.aliases[c]}', {ctx.record_value(c)}" for c in fold.columns)
-        record = f"named_struct('_a', _arrival, {values_of})"
-        if one_record_per_key:
-            collected.append(
-                f"array_repeat({record}, CASE WHEN {fold.active} THEN 1 ELSE 0 END) AS _recs{index}"
-            )
-        else:
-            collected.append(
-                f"sort_array(collect_list({record}) FILTER (WHERE {fold.active})) AS _recs{index}"
-            )
-        stored = f"named_struct('_a', CAST(-1 AS BIGINT), {values_of})"
-        start = "named_struct(" + ", ".join(f"'{f}', {initial[f]}" for f in fields) + ")"
-        step = "named_struct(" + ", ".join(f"'{f}', {fold.updates.get(f, 's.' + f)}" for f in fields) + ")"
-        records = f"CASE WHEN _exists THEN concat(array({stored}), _recs{index}) ELSE _recs{index} END"
-        folded.append((f"aggregate({records}, {start}, (s, r) -> {step}) AS _fold{index}", index, fields))
+    fold_fields = [_fold_fields(ctx, fold) for fold in folds]
+    if one_record_per_key and nothing_stored:
+        record = _struct({"_a": "_arrival", **{ctx.aliases[c]: ctx.record_value(c) for c in ctx.values}})
+        actives = ", ".join(f"{fold.active} AS _active{i}" for i, fold in enumerate(folds))
+        grouped = f"SELECT {key_list}, _arrival AS _first, {record} AS _record, {actives} FROM b"
+        with_folds = _first_steps(ctx, keys, folds, fold_fields)
+    else:
+        collected, aggregated = [], []
+        for index, (fold, fields) in enumerate(zip(folds, fold_fields, strict=True)):
+            values_of = {ctx.aliases[c]: ctx.record_value(c) for c in fold.columns}
+            record = _struct({"_a": "_arrival", **values_of})
+            if one_record_per_key:
+                collected.append(
+                    f"array_repeat({record}, CASE WHEN {fold.active} THEN 1 ELSE 0 END) AS _recs{index}"
+                )
+            else:
+                collected.append(
+                    f"sort_array(collect_list({record}) FILTER (WHERE {fold.active})) AS _recs{index}"
+                )
+            stored = _struct({"_a": "CAST(-1 AS BIGINT)", **values_of})
+            start = _struct({f: initial[f] for f in fields})
+            step = _struct({f: fold.updates.get(f, f"s.{f}") for f in fields})
+            records = f"CASE WHEN _exists THEN concat(array({stored}), _recs{index}) ELSE _recs{index} END"
+            aggregated.append(f"aggregate({records}, {start}, (s, r) -> {step}) AS _fold{index}")
+        grouped = (
+            f"SELECT {key_list}, _arrival AS _first, {', '.join(collected)} FROM b"
+            if one_record_per_key
+            else f"SELECT {key_list}, min(_arrival) AS _first, {', '.join(collected)} FROM b GROUP BY {key_list}"
+        )
+        with_folds = f"SELECT *, {', '.join(aggregated)} FROM joined"
     state = ["'e', true"]
-    for _, index, fields in folded:
+    for index, fields in enumerate(fold_fields):
         state += [f"'{f}', _fold{index}.{f}" for f in fields if f in values]
     before = ", ".join(f"'{a}', {a}" for a in values)
-    grouped = (
-        f"SELECT {key_list}, _arrival AS _first, {', '.join(collected)} FROM b"
-        if one_record_per_key
-        else f"SELECT {key_list}, min(_arrival) AS _first, {', '.join(collected)} FROM b GROUP BY {key_list}"
-    )
     return f"""
 WITH b AS (
   SELECT {_aliased_keys(ctx, keys)}, {_aliased_values(ctx)}, CAST(_offset AS BIGINT) AS _arrival
@@ -322,12 +341,50 @@ WITH b AS (
     SELECT {_aliased_keys(ctx, keys, "t.")}, {_aliased_values(ctx, "t.")} FROM {_touched_stored(ctx, keys)}
   ) t ON {join}
 ), with_folds AS (
-  SELECT *, {", ".join(f for f, _, _ in folded)} FROM joined
+  {with_folds}
 ), folded AS (
   SELECT {key_list}, _first, CASE WHEN _exists THEN named_struct({before}) END AS before,
          named_struct({", ".join(state)}) AS st
   FROM with_folds
 )"""
+
+
+def _fold_fields(ctx: MergeContext, fold: ColumnFold) -> list[str]:
+    """The state fields of one column fold: its columns' aliases, then their 'seen' flags."""
+    fields = [ctx.aliases[c] for c in fold.columns]
+    return fields + [ctx.seen("s", c).split(".", 1)[1] for c in ctx.stateful_columns() if c in fold.columns]
+
+
+def _first_steps(
+    ctx: MergeContext, keys: list[str], folds: list[ColumnFold], fold_fields: list[list[str]]
+) -> str:
+    """SQL over `joined` of a first load (one record per key, `_record`, and `_active<i>` per fold;
+    nothing stored): each fold's state (`_fold<i>`) after its record's step where it touches the fold.
+    A step's SQL reads the state and the record as `s` and `r`: here they are struct columns of those
+    names (every fold's fields in one struct: the folds' fields are disjoint), so no array is built
+    and no lambda runs. Only where nothing is stored: a stored row's step taken so (a CASE over
+    structs of every column) was slower than folding arrays with lambdas (docs/performance.md)."""
+    initial = dict(ctx.state_fields())
+    updates = {
+        f: fold.updates.get(f, f"s.{f}")
+        for fold, fields in zip(folds, fold_fields, strict=True)
+        for f in fields
+    }
+    kept = ", ".join([*keys, "_first", "_exists", *(ctx.aliases[c] for c in ctx.values)])
+    actives = ", ".join(f"_active{i}" for i in range(len(folds)))
+    stepped = ", ".join(
+        f"CASE WHEN _active{i} THEN {_struct({f: updates[f] for f in fields})} "
+        f"ELSE {_struct({f: initial[f] for f in fields})} END AS _fold{i}"
+        for i, fields in enumerate(fold_fields)
+    )
+    return f"""SELECT {kept}, {stepped} FROM (
+    SELECT {kept}, {actives}, {_struct({f: initial[f] for f in updates})} AS s, _record AS r FROM joined
+  ) first_step"""
+
+
+def _struct(fields: dict[str, str]) -> str:
+    """`named_struct` of field name -> SQL."""
+    return "named_struct(" + ", ".join(f"'{name}', {value}" for name, value in fields.items()) + ")"
 
 
 def _segment_start(segmented: bool, key_list: str, order: str) -> str:
