@@ -30,6 +30,8 @@ Paimon's batching-dependent quirks (`docs/semantics.md` §1.9) are excluded by c
   retraction reaches a function or a group (sequence groups, aggregation, unless `ignore-delete`), a
   retraction is the only record of its key in its commit; a function inside a sequence group is one
   the fold cannot change (`sum`, `max`, `min`), never `last_non_null_value` and the like.
+- Q10 (a FLOAT or DOUBLE key's -0.0 sorts apart from 0.0 in a commit and respells the row's key): the
+  primary key is an INT.
 """
 
 from __future__ import annotations

@@ -305,6 +305,7 @@ def test_wide_table_holds_what_paimon_holds(spark: Any, tmp_path: Path) -> None:
 
 _INT3 = (("k", "int"), ("v", "int"), ("s", "int"))
 _GROUP = (("k", "int"), ("g", "int"), ("p", "decimal(10,2)"))
+_ZERO_KEY = (("k", "double"), ("v", "int"))
 _DESCENDING = {
     "merge-engine": "deduplicate",
     "sequence.field": "s",
@@ -416,6 +417,20 @@ MINIMIZED = {
         ),
         ((4, Decimal("-0.2500000000")),),
         ((4, Decimal("0.3750000000")),),
+    ),
+    "Q10 a -0.0 key's record sorts before 0.0's in one commit": (
+        Workload(
+            _ZERO_KEY, ("k",), {"merge-engine": "deduplicate"}, ((("+I", (0.0, 1)), ("+I", (-0.0, 2))),)
+        ),
+        ((0.0, 1),),
+        ((0.0, 2),),
+    ),
+    "Q10 a -0.0 key's later record respells the row's key": (
+        Workload(
+            _ZERO_KEY, ("k",), {"merge-engine": "deduplicate"}, ((("+I", (0.0, 1)),), (("+I", (-0.0, 2)),))
+        ),
+        ((-0.0, 2),),
+        ((0.0, 2),),
     ),
     "V1 listagg skips a blank input (Paimon 2.0's FieldListaggAgg; 1.4.2 keeps a leading one)": (
         Workload(
