@@ -6,7 +6,7 @@ the spelling of identifiers, literals and row-kind predicates lives here once.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -58,6 +58,11 @@ _LITERAL_ESCAPES = str.maketrans({"\\": "\\\\", "'": "\\'", "\n": "\\n", "{": "\
 def string_literal(text: str) -> str:
     """A SQL string literal for `text`, safe in a `spark.sql` format template as well."""
     return "'" + text.translate(_LITERAL_ESCAPES) + "'"
+
+
+def named_struct(fields: Mapping[str, str]) -> str:
+    """`named_struct` of field name -> SQL expression, in the mapping's order."""
+    return "named_struct(" + ", ".join(f"{string_literal(n)}, {v}" for n, v in fields.items()) + ")"
 
 
 def value_literal(value: Any) -> str:

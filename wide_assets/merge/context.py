@@ -14,7 +14,7 @@ from functools import cached_property
 from wide_assets.aggregate_functions import Aggregator, aggregator
 from wide_assets.options.common import MergeOptions
 from wide_assets.schema import Column, FieldFunction
-from wide_assets.sql import ADDS, RETRACTS, RowKind, kind_in
+from wide_assets.sql import ADDS, RETRACTS, RowKind, kind_in, named_struct
 from wide_assets.table_definition import TableDefinition
 
 # An entry's index among the entries of one record (Fluss) or one key (Paimon): 0, or 1 for the +U
@@ -158,9 +158,7 @@ class MergeContext:
 
     def row(self, var: str) -> str:
         """The value columns of a record or state as a struct with the alias names."""
-        return (
-            "named_struct(" + ", ".join(f"'{self.aliases[c]}', {self.ref(var, c)}" for c in self.values) + ")"
-        )
+        return named_struct({self.aliases[c]: self.ref(var, c) for c in self.values})
 
     def stateful_columns(self) -> tuple[str, ...]:
         """Columns whose aggregate function keeps a 'seen a record' flag in the fold state."""
@@ -191,13 +189,10 @@ class MergeContext:
 
     def state(self, updates: Mapping[str, str], var: str = "s") -> str:
         """A new state struct: `updates` by field name (alias or 'e'), every other field kept from `var`."""
-        parts = []
-        for name, _ in self.state_fields():
-            parts.append(f"'{name}', {updates.get(name, f'{var}.{name}')}")
-        return "named_struct(" + ", ".join(parts) + ")"
+        return named_struct({name: updates.get(name, f"{var}.{name}") for name, _ in self.state_fields()})
 
     def initial_state(self) -> str:
-        return "named_struct(" + ", ".join(f"'{n}', {v}" for n, v in self.state_fields()) + ")"
+        return named_struct(dict(self.state_fields()))
 
     def cleared(self) -> dict[str, str]:
         """State updates that remove the row: later records start again from an empty row."""

@@ -16,7 +16,7 @@ from wide_assets.merge.context import ENTRY_INDEXES, MergeContext, comparable, o
 from wide_assets.merge.engine import ColumnFold, MergeEngine
 from wide_assets.merge.registry import engine_for
 from wide_assets.options.common import ChangelogProducer, MergeOptions
-from wide_assets.sql import RowKind, columns, key_join, kind_in, quote
+from wide_assets.sql import RowKind, columns, key_join, kind_in, named_struct, quote
 
 PRODUCERS_WITH_UNCHANGED_ROWS: tuple[ChangelogProducer, ...] = ("lookup", "full-compaction")
 
@@ -294,18 +294,18 @@ def _column_folded(
     key_list = ", ".join(keys)
     join = " AND ".join(f"t.{a} = g.{a}" for a in keys)
     values = [ctx.aliases[c] for c in ctx.values]
-    initial = dict(ctx.state_fields())
     fold_fields = [_fold_fields(ctx, fold) for fold in folds]
     if one_record_per_key and nothing_stored:
-        record = _struct({"_a": "_arrival", **{ctx.aliases[c]: ctx.record_value(c) for c in ctx.values}})
+        record = named_struct({"_a": "_arrival", **{ctx.aliases[c]: ctx.record_value(c) for c in ctx.values}})
         actives = ", ".join(f"{fold.active} AS _active{i}" for i, fold in enumerate(folds))
         grouped = f"SELECT {key_list}, _arrival AS _first, {record} AS _record, {actives} FROM b"
         with_folds = _first_steps(ctx, keys, folds, fold_fields)
     else:
+        initial = dict(ctx.state_fields())
         collected, aggregated = [], []
         for index, (fold, fields) in enumerate(zip(folds, fold_fields, strict=True)):
             values_of = {ctx.aliases[c]: ctx.record_value(c) for c in fold.columns}
-            record = _struct({"_a": "_arrival", **values_of})
+            record = named_struct({"_a": "_arrival", **values_of})
             if one_record_per_key:
                 collected.append(
                     f"array_repeat({record}, CASE WHEN {fold.active} THEN 1 ELSE 0 END) AS _recs{index}"
@@ -314,9 +314,9 @@ def _column_folded(
                 collected.append(
                     f"sort_array(collect_list({record}) FILTER (WHERE {fold.active})) AS _recs{index}"
                 )
-            stored = _struct({"_a": "CAST(-1 AS BIGINT)", **values_of})
-            start = _struct({f: initial[f] for f in fields})
-            step = _struct({f: fold.updates.get(f, f"s.{f}") for f in fields})
+            stored = named_struct({"_a": "CAST(-1 AS BIGINT)", **values_of})
+            start = named_struct({f: initial[f] for f in fields})
+            step = named_struct({f: fold.updates.get(f, f"s.{f}") for f in fields})
             records = f"CASE WHEN _exists THEN concat(array({stored}), _recs{index}) ELSE _recs{index} END"
             aggregated.append(f"aggregate({records}, {start}, (s, r) -> {step}) AS _fold{index}")
         grouped = (
@@ -325,10 +325,9 @@ def _column_folded(
             else f"SELECT {key_list}, min(_arrival) AS _first, {', '.join(collected)} FROM b GROUP BY {key_list}"
         )
         with_folds = f"SELECT *, {', '.join(aggregated)} FROM joined"
-    state = ["'e', true"]
+    state = {"e": "true"}
     for index, fields in enumerate(fold_fields):
-        state += [f"'{f}', _fold{index}.{f}" for f in fields if f in values]
-    before = ", ".join(f"'{a}', {a}" for a in values)
+        state |= {f: f"_fold{index}.{f}" for f in fields if f in values}
     return f"""
 WITH b AS (
   SELECT {_aliased_keys(ctx, keys)}, {_aliased_values(ctx)}, CAST(_offset AS BIGINT) AS _arrival
@@ -343,8 +342,8 @@ WITH b AS (
 ), with_folds AS (
   {with_folds}
 ), folded AS (
-  SELECT {key_list}, _first, CASE WHEN _exists THEN named_struct({before}) END AS before,
-         named_struct({", ".join(state)}) AS st
+  SELECT {key_list}, _first, CASE WHEN _exists THEN {named_struct({a: a for a in values})} END AS before,
+         {named_struct(state)} AS st
   FROM with_folds
 )"""
 
@@ -373,18 +372,13 @@ def _first_steps(
     kept = ", ".join([*keys, "_first", "_exists", *(ctx.aliases[c] for c in ctx.values)])
     actives = ", ".join(f"_active{i}" for i in range(len(folds)))
     stepped = ", ".join(
-        f"CASE WHEN _active{i} THEN {_struct({f: updates[f] for f in fields})} "
-        f"ELSE {_struct({f: initial[f] for f in fields})} END AS _fold{i}"
+        f"CASE WHEN _active{i} THEN {named_struct({f: updates[f] for f in fields})} "
+        f"ELSE {named_struct({f: initial[f] for f in fields})} END AS _fold{i}"
         for i, fields in enumerate(fold_fields)
     )
     return f"""SELECT {kept}, {stepped} FROM (
-    SELECT {kept}, {actives}, {_struct({f: initial[f] for f in updates})} AS s, _record AS r FROM joined
+    SELECT {kept}, {actives}, {named_struct({f: initial[f] for f in updates})} AS s, _record AS r FROM joined
   ) first_step"""
-
-
-def _struct(fields: dict[str, str]) -> str:
-    """`named_struct` of field name -> SQL."""
-    return "named_struct(" + ", ".join(f"'{name}', {value}" for name, value in fields.items()) + ")"
 
 
 def _segment_start(segmented: bool, key_list: str, order: str) -> str:
@@ -432,7 +426,7 @@ def _transition_rules(ctx: MergeContext, engine: MergeEngine) -> tuple[str, str]
 
 def _transitions(ctx: MergeContext, engine: MergeEngine) -> str:
     """C3: absent->row +I; row->absent -D; row->row -U/+U (unless deduplicated); one per key."""
-    after = "named_struct(" + ", ".join(f"'{a}', st.{a}" for a in (ctx.aliases[c] for c in ctx.values)) + ")"
+    after = named_struct({a: f"st.{a}" for a in (ctx.aliases[c] for c in ctx.values)})
     entry_type = f"struct<k:string, a:bigint, i:int, v:{ctx.row_type}>"
 
     def entry(kind: str, index: int, row: str) -> str:
