@@ -485,11 +485,15 @@ CANDIDATES: dict[str, Callable[[Layout, Timings], None]] = {
 
 
 def workload_arguments(parser: argparse.ArgumentParser, changes: int) -> None:
-    """The options of a script that runs on one generated workload: --rows, --changes, --workdir, --seed."""
+    """The options of a script that runs on one generated workload: --rows, --changes, --workdir, --seed,
+    --hot-keys."""
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--changes", type=int, default=changes)
     parser.add_argument("--workdir", type=Path)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--hot-keys", action="store_true", help="the batch's keys from the top tenth of the key range"
+    )
 
 
 @contextmanager
@@ -497,7 +501,7 @@ def prepared_workload(args: argparse.Namespace) -> Iterator[tuple[Layout, pa.Tab
     """A temporary directory (under `args.workdir`) holding the workload of `workload_arguments`' options,
     the bases of `setup`, and the oracle's table, which is yielded with the layout."""
     with tempfile.TemporaryDirectory(dir=args.workdir) as work:
-        layout = Layout(Path(work), args.rows, args.changes)
+        layout = Layout(Path(work), args.rows, args.changes, args.hot_keys)
         generate(layout, args.seed)
         setup(layout)
         yield layout, oracle(layout)

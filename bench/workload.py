@@ -75,6 +75,9 @@ class Layout:
     root: Path
     n: int
     k: int
+    # The batch's keys (but new ones) come from the top tenth of the key range, not all of it: a batch
+    # of recent entities, as CDC feeds often are.
+    hot: bool = False
 
     @property
     def table_dir(self) -> Path:
@@ -82,7 +85,7 @@ class Layout:
 
     @property
     def run_dir(self) -> Path:
-        return self.table_dir / f"k{self.k}"
+        return self.table_dir / (f"k{self.k}_hot" if self.hot else f"k{self.k}")
 
     @property
     def initial(self) -> Path:
@@ -147,7 +150,7 @@ def generate(layout: Layout, seed: int) -> None:
     kind = rng.random(k)
     late = kind < LATE_SHARE
     new = (kind >= LATE_SHARE) & (kind < LATE_SHARE + NEW_KEY_SHARE)
-    keys = rng.integers(0, n, k)
+    keys = rng.integers(n - n // 10, n, k) if layout.hot else rng.integers(0, n, k)
     # New keys come from a range half as large as their records, so a new key often gets several sources.
     keys[new] = n + rng.integers(0, max(1, int(new.sum()) // 2), int(new.sum()))
     ts = 3_000_000 + np.arange(k, dtype=np.int64)

@@ -1,7 +1,8 @@
 """`python -m bench.write_phases`: where one `WideTable.write` spends its time, phase by phase.
 
     .venv/bin/python -m bench.write_phases [--rows 1000000] [--changes 100000] [--base default]
-        [--runs 3] [--workdir DIR] [--seed 7] [--engine sail|jvm] [--against-merge]
+        [--runs 3] [--workdir DIR] [--seed 7] [--engine sail|jvm] [--against-merge] [--hot-keys]
+        [--z-order]
 
 On the product_360 workload (`bench.workload`), the batch is written `--runs` times into fresh copies of
 one base of `bench.candidates.setup` (`default` or `write_only`) in one warm session: Sail, or with
@@ -14,6 +15,9 @@ transaction check and metadata reads. Each result is checked against the workloa
 through Sail: a JVM driver refuses to collect a 10M-row table). `--against-merge` also times, after
 each write, the engine's own `MERGE INTO` with deletion vectors of the same batch (reduced in its SQL)
 into a copy of the plain Delta base, in the same warm session, and prints our write's ratio to it.
+`--hot-keys` draws the batch's keys from the top tenth of the key range (`bench.workload.Layout.hot`);
+`--z-order` first Z-orders both bases by the key (untimed: `WideTable.optimize(z_order=...)`, delta-rs
+for the plain one), so that their files are clustered by key as a table kept so by its maintenance.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from bench.candidates import (
     prepared_workload,
     workload_arguments,
 )
-from bench.workload import mismatch
+from bench.workload import KEY, mismatch
 
 # phase: (module or class where the write looks the function up, its name)
 PHASES = {
@@ -77,12 +81,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--engine", choices=["sail", "jvm"], default="sail")
     parser.add_argument("--against-merge", action="store_true")
+    parser.add_argument("--z-order", action="store_true")
     args = parser.parse_args(argv)
 
     from wide_assets import WideTable, get_spark
 
     with prepared_workload(args) as (layout, expected):
         spark = jvm_spark() if args.engine == "jvm" else get_spark()
+        if args.z_order:
+            from deltalake import DeltaTable
+
+            WideTable.open(get_spark(), layout.base(args.base)).optimize(z_order=[KEY])
+            DeltaTable(str(layout.base("delta_dv"))).optimize.z_order([KEY])
         seconds: dict[str, float] = {}
         instrument(seconds)
         for run in range(args.runs):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from bench.candidates import CANDIDATES, SKIP_WARM_UP
@@ -105,3 +106,18 @@ def test_the_phase_profile_checks_its_writes_and_times_the_engines_merge(
     printed = capsys.readouterr().out
     assert "run 0: " in printed and "agrees with the oracle" in printed
     assert "the engine's own DV MERGE: " in printed and "ours / it: " in printed
+
+
+def test_a_batch_of_hot_keys_into_z_ordered_bases_agrees_with_the_oracle(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bench.write_phases import main as write_phases
+
+    options = ["--runs", "1", "--against-merge", "--hot-keys", "--z-order", "--workdir", str(tmp_path)]
+    write_phases(["--rows", "2000", "--changes", "300", *options])
+    printed = capsys.readouterr().out
+    assert "run 0: " in printed and "agrees with the oracle" in printed and "ours / it: " in printed
+    hot = Layout(tmp_path, 2000, 300, hot=True)
+    generate(hot, 7)
+    keys = pq.read_table(hot.changes, columns=[KEY]).column(KEY).to_pylist()
+    assert min(keys) >= 1800 and len(set(keys)) > 100

@@ -25,6 +25,7 @@ from wide_assets.table import change_feed, delta_log
 from wide_assets.table.deletion_vectors import VectorFile, read_vector
 from wide_assets.table.files import DataFile, write_files
 from wide_assets.table.foreign import refuse_foreign_changes
+from wide_assets.table.key_ranges import row_groups_holding
 from wide_assets.table.objects import TableFiles
 from wide_assets.table.storage import IS_DELETE_IMAGE
 from wide_assets.table_definition import BUCKET_COLUMN, TableDefinition
@@ -143,24 +144,43 @@ def _replaced_in(
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    stored = pq.read_table(files.open_parquet(file.path), columns=keys.column_names)
-    keys = keys.cast(pa.schema([stored.schema.field(name) for name in keys.column_names]))
+    parquet = pq.ParquetFile(files.open_parquet(file.path))
+    schema = parquet.schema_arrow
+    keys = keys.cast(pa.schema([schema.field(name) for name in keys.column_names]))
+    groups = row_groups_holding(parquet.metadata, keys)
+    if not groups:
+        return None
+    stored = parquet.read_row_groups(groups, columns=keys.column_names)
     if keys.num_columns == 1:
         mask = pc.is_in(stored.column(0), value_set=keys.column(0))
-        positions = pc.indices_nonzero(mask).to_numpy()
+        found = pc.indices_nonzero(mask).to_numpy()
     else:
-        numbered = stored.append_column("__position", pa.array(np.arange(stored.num_rows, dtype=np.int64)))
-        positions = (
-            numbered.join(keys, keys=keys.column_names, join_type="inner").column("__position").to_numpy()
-        )
-    if not len(positions):
+        numbered = stored.append_column("__read", pa.array(np.arange(stored.num_rows, dtype=np.int64)))
+        found = numbered.join(keys, keys=keys.column_names, join_type="inner").column("__read").to_numpy()
+    if not len(found):
         return None
+    positions = _file_positions(parquet.metadata, groups, found)
     deleted = BitMap()
     vector = file.deletion_vector
     if vector is not None:  # an inline vector ('i') carries its positions in the descriptor itself
         deleted = read_vector(vector, vectors[vector.file_path()] if vector.storage_type != "i" else b"")
     replaced = BitMap(positions.astype(np.uint32)) - deleted
     return Replaced(file, deleted, replaced) if replaced else None
+
+
+def _file_positions(metadata: Any, groups: list[int], found: Any) -> Any:
+    """The file positions of rows `found` among the rows of row groups `groups` read one after another:
+    a row group's rows start in the file where the row groups before it end."""
+    import numpy as np
+
+    sizes = np.array([metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)], dtype=np.int64)
+    if len(groups) == len(sizes):
+        return found
+    starts = np.cumsum(sizes) - sizes
+    read_sizes = sizes[groups]
+    read_starts = np.cumsum(read_sizes) - read_sizes
+    group = np.searchsorted(read_starts, found, side="right") - 1
+    return found - read_starts[group] + starts[groups][group]
 
 
 def mark_deleted(files: TableFiles, replaced: Sequence[Replaced], now: int) -> list[dict[str, Any]]:
