@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame
 
-from wide_assets.errors import InvalidInputError, MergeError, first_line
+from wide_assets.errors import InvalidInputError, MergeError, first_line, merge_errors
 from wide_assets.java_text import java_list
 from wide_assets.merge import (
     MergeContext,
@@ -368,6 +368,54 @@ def merge_batch(
         "FROM {entries}",
         entries=entries,
     )
+
+
+def first_failing_key_error(
+    spark: SparkSession,
+    batch: PreparedBatch,
+    stored: DataFrame,
+    error: MergeError,
+    nothing_stored: bool = False,
+) -> MergeError:
+    """The error of the batch's first key, in key order, whose merge fails, after the whole batch's
+    merge failed with `error`. Paimon merges a commit's keys in key order and stops at the first error
+    (each record's fields in order), where the engine reports whichever failing key it computed
+    first: with two kinds of error in one batch, the message differed from Paimon's. Found by
+    bisecting the keys (about log2 of their number merges, only ever on this failure path); `error`
+    itself when only the last key fails."""
+    spec = batch.context.definition
+    keys = columns(spec.primary_key)
+    ranked = select(
+        spark,
+        f"SELECT b.*, r._key_rank FROM {{frame}} b JOIN (SELECT {keys}, dense_rank() OVER (ORDER BY {keys}) "
+        f"AS _key_rank FROM (SELECT DISTINCT {keys} FROM {{frame}})) r ON {key_join(spec.primary_key, 'b', 'r')}",
+        frame=batch.frame,
+    )
+    # A count of each column's values: every column computed, so that no projection leaves a failing
+    # value out (the engine hashes no nested type, so `hash(...)` of them all cannot do it).
+    counts = ", ".join(f"count({quote(c)})" for c in ("_row_kind", *spec.column_names, "_offset"))
+
+    def failure(last: int) -> MergeError | None:
+        """The error of merging the batch's first `last` keys, if it fails."""
+        first_keys = replace(batch, frame=ranked.where(f"_key_rank <= {last}").drop("_key_rank"))
+        try:
+            with merge_errors():
+                entries = merge_batch(spark, first_keys, stored, nothing_stored=nothing_stored)
+                select(spark, f"SELECT {counts} FROM {{e}}", e=entries).collect()
+        except MergeError as found:
+            return found
+        return None
+
+    low, high = 1, int(select(spark, "SELECT count(DISTINCT _key_rank) FROM {r}", r=ranked).collect()[0][0])
+    found = error
+    while low < high:
+        middle = (low + high) // 2
+        failed = failure(middle)
+        if failed is None:
+            low = middle + 1
+        else:
+            high, found = middle, failed
+    return found
 
 
 def folded_into(

@@ -19,19 +19,25 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import Any, NoReturn
 
 from pyspark.sql import DataFrame
 
 from wide_assets import faults
-from wide_assets.batch import PreparedBatch, assign_auto_increment, merge_batch, prepare_batch
+from wide_assets.batch import (
+    PreparedBatch,
+    assign_auto_increment,
+    first_failing_key_error,
+    merge_batch,
+    prepare_batch,
+)
 from wide_assets.changelog import (
     collapsed_transitions,
     input_changelog,
     kind_counts,
     transition_counts,
 )
-from wide_assets.errors import ConcurrentWriteError, StoreError, first_line, merge_errors
+from wide_assets.errors import ConcurrentWriteError, MergeError, StoreError, first_line, merge_errors
 from wide_assets.merge import engine_for, logs_unchanged_rows
 from wide_assets.table import arbiter
 from wide_assets.table.foreign import refuse_foreign_changes
@@ -179,6 +185,7 @@ def attempt(
             return result(storage, done, counts, skipped=True, recovered=recovered)
     batch = prepared()
     base_version = table.version()
+    merging: tuple[PreparedBatch, DataFrame, bool] | None = None  # what the merge folds, when it runs
     info = CommitInfo(
         commit=markers.last_commit + 1,
         base_version=base_version,
@@ -194,8 +201,12 @@ def attempt(
         # check them, before the commit.
         refusable_retraction = bool(merge.functions) and not batch.adds_only
         if engine_for(merge).guard(batch.context) is not None or refusable_retraction:
-            with merge_errors():
-                merge_batch(spark, batch, storage.rows(version=base_version).limit(0)).count()
+            nothing = storage.rows(version=base_version).limit(0)
+            try:
+                with merge_errors():
+                    merge_batch(spark, batch, nothing).count()
+            except MergeError as error:
+                raise_first_failing_key(error, spark, batch, nothing)
         parts = [log_rows(storage, batch.frame, info.commit, Origin.FRAGMENT)]
     else:
         pending = storage.log.pending(markers, arbiter.applied_through(table))
@@ -208,6 +219,7 @@ def attempt(
         if merge.tombstone_retention_s is not None:
             merged = without_tombstoned(storage, batch, info, markers.commits)
         nothing_stored = not pending and not table.file_uris()
+        merging = (merged, stored, nothing_stored)
         entries = merge_batch(spark, merged, stored, nothing_stored=nothing_stored)
         parts = [log_rows(storage, entries, info.commit, Origin.MERGED)]
         if merge.tombstone_retention_s is not None and batch.retractions != 0:
@@ -229,12 +241,27 @@ def attempt(
     faults.checkpoint("before-changelog-commit")
     try:
         append_log(storage, parts, info.commit, Origin.COMMIT, info.to_json(), log)
+    except MergeError as error:
+        if merging is None:
+            raise
+        raise_first_failing_key(error, spark, *merging)
     except Exception as error:
         if not is_store_error(error) or not commit_landed(storage, info, log.version):
             raise
     faults.checkpoint("after-changelog-commit")
     # `info` is exactly the marker just committed: no need to read the log back.
     return info, recovered
+
+
+def raise_first_failing_key(
+    error: MergeError, spark: Any, batch: PreparedBatch, stored: DataFrame, nothing_stored: bool = False
+) -> NoReturn:
+    """Raise the error of the batch's first failing key in key order, as Paimon reports it
+    (`first_failing_key_error`), in place of `error`, whichever key's the engine reached first."""
+    first = first_failing_key_error(spark, batch, stored, error, nothing_stored)
+    if first is error:
+        raise error
+    raise first from None
 
 
 def is_store_error(error: BaseException) -> bool:
