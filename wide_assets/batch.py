@@ -370,6 +370,23 @@ def merge_batch(
     )
 
 
+def merge_failure(
+    spark: SparkSession, batch: PreparedBatch, stored: DataFrame, nothing_stored: bool = False
+) -> MergeError | None:
+    """The error the batch's merge against `stored` fails with, if it does, every entry's every column
+    computed (a count of each column's values: no projection leaves a failing value out, and the
+    engine hashes no nested type, so `hash(...)` of them all cannot do it)."""
+    spec = batch.context.definition
+    counts = ", ".join(f"count({quote(c)})" for c in ("_row_kind", *spec.column_names, "_offset"))
+    try:
+        with merge_errors():
+            entries = merge_batch(spark, batch, stored, nothing_stored=nothing_stored)
+            select(spark, f"SELECT {counts} FROM {{e}}", e=entries).collect()
+    except MergeError as error:
+        return error
+    return None
+
+
 def first_failing_key_error(
     spark: SparkSession,
     batch: PreparedBatch,
@@ -391,26 +408,12 @@ def first_failing_key_error(
         f"AS _key_rank FROM (SELECT DISTINCT {keys} FROM {{frame}})) r ON {key_join(spec.primary_key, 'b', 'r')}",
         frame=batch.frame,
     )
-    # A count of each column's values: every column computed, so that no projection leaves a failing
-    # value out (the engine hashes no nested type, so `hash(...)` of them all cannot do it).
-    counts = ", ".join(f"count({quote(c)})" for c in ("_row_kind", *spec.column_names, "_offset"))
-
-    def failure(last: int) -> MergeError | None:
-        """The error of merging the batch's first `last` keys, if it fails."""
-        first_keys = replace(batch, frame=ranked.where(f"_key_rank <= {last}").drop("_key_rank"))
-        try:
-            with merge_errors():
-                entries = merge_batch(spark, first_keys, stored, nothing_stored=nothing_stored)
-                select(spark, f"SELECT {counts} FROM {{e}}", e=entries).collect()
-        except MergeError as found:
-            return found
-        return None
-
-    low, high = 1, int(select(spark, "SELECT count(DISTINCT _key_rank) FROM {r}", r=ranked).collect()[0][0])
+    low, high = 1, int(select(spark, "SELECT max(_key_rank) FROM {r}", r=ranked).collect()[0][0])
     found = error
     while low < high:
         middle = (low + high) // 2
-        failed = failure(middle)
+        first_keys = replace(batch, frame=ranked.where(f"_key_rank <= {middle}").drop("_key_rank"))
+        failed = merge_failure(spark, first_keys, stored, nothing_stored)
         if failed is None:
             low = middle + 1
         else:

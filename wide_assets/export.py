@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Literal
 from pyspark.sql import DataFrame
 
 from wide_assets.errors import InvalidInputError
-from wide_assets.sql import ADDS, RETRACTS, RowKind, columns, key_join, kind_in, quote
+from wide_assets.sql import ADDS, RETRACTS, RowKind, columns, key_join, kind_in, named_struct, quote
 from wide_assets.table_definition import TableDefinition
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ def _columns(spec: TableDefinition) -> str:
 
 
 def _row_struct(spec: TableDefinition, prefix: str = "") -> str:
-    return "named_struct(" + ", ".join(f"'{c}', {prefix}{quote(c)}" for c in spec.column_names) + ")"
+    return named_struct({c: f"{prefix}{quote(c)}" for c in spec.column_names})
 
 
 def append_only(spark: SparkSession, spec: TableDefinition, changelog: DataFrame) -> DataFrame:

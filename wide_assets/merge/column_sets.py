@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from wide_assets.merge.context import MergeContext
 from wide_assets.options.common import MergeOptions
-from wide_assets.sql import ADDS, kind_in
+from wide_assets.sql import ADDS, kind_in, named_struct
 from wide_assets.table_definition import TableDefinition
 
 SET_COLUMNS = "_set_columns"
@@ -54,7 +54,7 @@ def masked_record(ctx: MergeContext, state: str, record: str) -> str:
     listed_by_name = {c: f"array_contains({record}.{SET_COLUMNS}, '{c}')" for c in ctx.values}
     applies = f"({record}.{SET_COLUMNS} IS NOT NULL AND NOT {record}._stored AND {kind_in(record + '._kind', ADDS)})"
     sequence_fields = {f: g for g in ctx.merge.sequence_groups for f in g.sequence_fields}
-    fields = [f"'{name}', {record}.{name}" for name in ("_rank", "_kind", "_stored", "_arrival", "_starts")]
+    fields = {name: f"{record}.{name}" for name in ("_rank", "_kind", "_stored", "_arrival", "_starts")}
     for column in ctx.values:
         alias = ctx.aliases[column]
         value = f"{record}.{alias}"
@@ -67,9 +67,9 @@ def masked_record(ctx: MergeContext, state: str, record: str) -> str:
         else:
             kept = f"map_entries({state}.{alias})" if ctx.is_map(column) else f"{state}.{alias}"
             masked = f"CASE WHEN {applies} AND NOT {listed_by_name[column]} THEN {kept} ELSE {value} END"
-        fields.append(f"'{alias}', {masked}")
-    fields.append(f"'{SET_COLUMNS}', {record}.{SET_COLUMNS}")
-    return "named_struct(" + ", ".join(fields) + ")"
+        fields[alias] = masked
+    fields[SET_COLUMNS] = f"{record}.{SET_COLUMNS}"
+    return named_struct(fields)
 
 
 def with_column_sets(ctx: MergeContext, step: str) -> str:

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from wide_assets.merge.context import ADD, DELETE, ENTRY_INDEXES, MergeContext
 from wide_assets.merge.engine import MergeEngine, partial_delete_removes_row, partial_delete_values
 from wide_assets.options.common import MergeOptions
+from wide_assets.sql import named_struct
 
 OLD, NEW = "old", "new"
 
@@ -79,11 +80,7 @@ def emit(ctx: MergeContext, updates: Mapping[str, str], entries: Sequence[tuple[
     if ctx.merge.changelog_image == "WAL":
         entries = [(kind, image) for kind, image in entries if kind != "-U"]
     assert len(entries) <= ENTRY_INDEXES, "an entry's index must fit entry_offset's numbering"
-    new_row = (
-        "named_struct("
-        + ", ".join(f"'{ctx.aliases[c]}', {updates.get(ctx.aliases[c], ctx.ref('s', c))}" for c in ctx.values)
-        + ")"
-    )
+    new_row = named_struct({ctx.aliases[c]: updates.get(ctx.aliases[c], ctx.ref("s", c)) for c in ctx.values})
     logged = [
         f"named_struct('k', '{kind}', 'a', r._arrival, 'i', {i}, 'v', {ctx.row('s') if image == OLD else new_row})"
         for i, (kind, image) in enumerate(entries)

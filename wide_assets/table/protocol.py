@@ -29,6 +29,7 @@ from wide_assets.batch import (
     assign_auto_increment,
     first_failing_key_error,
     merge_batch,
+    merge_failure,
     prepare_batch,
 )
 from wide_assets.changelog import (
@@ -37,7 +38,7 @@ from wide_assets.changelog import (
     kind_counts,
     transition_counts,
 )
-from wide_assets.errors import ConcurrentWriteError, MergeError, StoreError, first_line, merge_errors
+from wide_assets.errors import ConcurrentWriteError, MergeError, StoreError, first_line
 from wide_assets.merge import engine_for, logs_unchanged_rows
 from wide_assets.table import arbiter
 from wide_assets.table.foreign import refuse_foreign_changes
@@ -202,11 +203,9 @@ def attempt(
         refusable_retraction = bool(merge.functions) and not batch.adds_only
         if engine_for(merge).guard(batch.context) is not None or refusable_retraction:
             nothing = storage.rows(version=base_version).limit(0)
-            try:
-                with merge_errors():
-                    merge_batch(spark, batch, nothing).count()
-            except MergeError as error:
-                raise_first_failing_key(error, spark, batch, nothing)
+            failure = merge_failure(spark, batch, nothing)
+            if failure is not None:
+                raise_first_failing_key(failure, spark, batch, nothing)
         parts = [log_rows(storage, batch.frame, info.commit, Origin.FRAGMENT)]
     else:
         pending = storage.log.pending(markers, arbiter.applied_through(table))
