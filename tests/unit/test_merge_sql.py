@@ -8,7 +8,7 @@ import pytest
 
 from wide_assets.errors import InvalidInputError
 from wide_assets.merge import MergeContext, engine_for
-from wide_assets.merge.plan import kind_filter, merge_order
+from wide_assets.merge.plan import kind_filter, merge_order, merge_query
 from wide_assets.table.images import rows_fold_directly
 from wide_assets.table_definition import TableDefinition
 
@@ -48,6 +48,24 @@ def test_merge_order_puts_the_sequence_first_nulls_first() -> None:
         context({"sequence.field": "seq", "sequence.field.sort-order": "descending"})
     ).startswith("c2 DESC NULLS FIRST, ")
     assert merge_order(context({})) == "CASE WHEN _stored THEN 0 ELSE 1 END, _arrival"
+
+
+@pytest.mark.parametrize(
+    ("options", "before_images"),
+    [
+        ({"merge-engine": "partial-update"}, False),
+        ({"merge-engine": "partial-update", "changelog-producer": "input"}, False),
+        ({"merge-engine": "partial-update", "changelog-producer": "lookup"}, True),
+        ({"changelog-producer": "full-compaction"}, True),
+    ],
+)
+def test_an_update_logs_its_before_image_only_where_a_changelog_is_read_from_the_merge(
+    options: dict[str, str], before_images: bool
+) -> None:
+    """Elsewhere the log keeps only the new images (log_frames.log_rows), so the merge makes none."""
+    query = merge_query(context(options))
+    assert ("'-U'" in query) == before_images
+    assert "'+U'" in query
 
 
 def test_engines_that_refuse_partial_writes() -> None:

@@ -425,14 +425,21 @@ def _transition_rules(ctx: MergeContext, engine: MergeEngine) -> tuple[str, str]
 
 
 def _transitions(ctx: MergeContext, engine: MergeEngine) -> str:
-    """C3: absent->row +I; row->absent -D; row->row -U/+U (unless deduplicated); one per key."""
+    """C3: absent->row +I; row->absent -D; row->row -U/+U (unless deduplicated; +U alone where no
+    changelog is read from the merge); one per key."""
     after = named_struct({a: f"st.{a}" for a in (ctx.aliases[c] for c in ctx.values)})
     entry_type = f"struct<k:string, a:bigint, i:int, v:{ctx.row_type}>"
 
     def entry(kind: str, index: int, row: str) -> str:
         return f"named_struct('k', '{kind}', 'a', _first, 'i', {index}, 'v', {row})"
 
-    updated = f"array({entry('-U', 0, 'before')}, {entry('+U', 1, after)})"
+    # A -U is only kept where a changelog is read from the entries (log_frames.log_rows): elsewhere an
+    # update is its +U alone, and the query neither builds nor unnests its before-image.
+    updated = (
+        f"array({entry('-U', 0, 'before')}, {entry('+U', 1, after)})"
+        if changelog_read_from_merge(ctx.merge)
+        else f"array({entry('+U', 1, after)})"
+    )
     update_rule, delete_rule = _transition_rules(ctx, engine)
     return f"""CASE
   WHEN before IS NULL AND st.e THEN array({entry("+I", 0, after)})
