@@ -30,8 +30,8 @@ Paimon's batching-dependent quirks (`docs/semantics.md` §1.9) are excluded by c
   retraction reaches a function or a group (sequence groups, aggregation, unless `ignore-delete`), a
   retraction is the only record of its key in its commit; a function inside a sequence group is one
   the fold cannot change (`sum`, `max`, `min`), never `last_non_null_value` and the like.
-- Q10 (a FLOAT or DOUBLE key's -0.0 sorts apart from 0.0 in a commit and respells the row's key): the
-  primary key is an INT.
+- Q10 (a FLOAT or DOUBLE -0.0 sorts apart from 0.0 in a commit, and a key's respells the row's key): the
+  primary key is an INT, and no sequence column holds -0.0.
 """
 
 from __future__ import annotations
@@ -152,9 +152,10 @@ def _value(
     null_rate: float = 0.2,
     top: int = 6,
     edges: bool = True,
-    nan: bool = True,
+    sequence: bool = False,
     blank: bool = True,
 ) -> Any:
+    """A value of `spark_type`; a `sequence` column's edges hold neither NaN (Q7) nor -0.0 (Q10)."""
     if rng.random() < null_rate:
         return None
     if spark_type in (*_NESTED_TYPES, "binary"):
@@ -163,7 +164,15 @@ def _value(
         return rng.choice(_NON_BLANK)
     if edges and _EDGES[spark_type] and rng.random() < _EDGE_RATE:
         return rng.choice(
-            [e for e in _EDGES[spark_type] if nan or not (isinstance(e, float) and math.isnan(e))]
+            [
+                e
+                for e in _EDGES[spark_type]
+                if not (
+                    sequence
+                    and isinstance(e, float)
+                    and (math.isnan(e) or (e == 0 and math.copysign(1, e) < 0))
+                )
+            ]
         )
     n = rng.randint(-3, top)
     if spark_type in ("tinyint", "smallint", "int", "bigint"):
@@ -386,7 +395,7 @@ class _Table:
                 0.0 if first and name in self.groups else 0.2,
                 0 if name in self.groups else 6,
                 name not in self.without_edges,
-                name not in (*self.groups, self.options.get("sequence.field")),
+                name in (*self.groups, self.options.get("sequence.field")),
                 name not in self.without_blanks,
             )
             for name, t in self.columns[1:]

@@ -432,6 +432,16 @@ MINIMIZED = {
         ((-0.0, 2),),
         ((0.0, 2),),
     ),
+    "Q10 a -0.0 sequence's record sorts before 0.0's in one commit": (
+        Workload(
+            (("k", "int"), ("v", "int"), ("s", "double")),
+            ("k",),
+            {"merge-engine": "deduplicate", "sequence.field": "s"},
+            ((("+I", (1, 1, 0.0)), ("+I", (1, 2, -0.0))),),
+        ),
+        ((1, 1, 0.0),),
+        ((1, 2, -0.0),),
+    ),
     "V1 listagg skips a blank input (Paimon 2.0's FieldListaggAgg; 1.4.2 keeps a leading one)": (
         Workload(
             (("k", "int"), ("a", "string")),

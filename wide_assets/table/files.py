@@ -158,14 +158,31 @@ def without_bounds(files: TableFiles, stored: StoredFile, floats: list[str]) -> 
     skip row groups by them, so `d > 6` (true for NaN, which sorts above +Infinity in every reader)
     missed a NaN stored beside 5.0; and delta-rs's OPTIMIZE turned such bounds into a file whose
     minimum equals its maximum, which Sail reads as a constant (the NaN read back as 5.0)."""
-    import pyarrow.parquet as pq
 
-    rows = pq.read_table(files.open_parquet(stored.path))
+    rows = read_as_written(files, stored.path)
     folder, _, _ = stored.path.rpartition("/")
     path = f"{folder}/{uuid.uuid4().hex}.parquet" if folder else f"{uuid.uuid4().hex}.parquet"
     files.write_parquet(path, rows, statistics=[c for c in rows.column_names if c not in floats])
     files.delete(stored.path)
     return StoredFile(path, files.size(path), datetime.now(UTC))
+
+
+def read_as_written(files: TableFiles, path: str, columns: Sequence[str] | None = None) -> Any:
+    """The Parquet file `path` (its `columns`) as a pyarrow Table that writes back with the same
+    meaning. A top-level INT96 timestamp (classic JVM Spark's default for TIMESTAMP) is read as
+    microseconds, UTC-adjusted, which is what it holds: pyarrow's default, nanoseconds, wrapped around
+    before 1677 and after 2262, and Spark cannot read nanoseconds written back."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    parquet = pq.ParquetFile(files.open_parquet(path), coerce_int96_timestamp_unit="us")
+    rows = parquet.read(columns=columns)
+    schema = parquet.schema
+    int96 = {schema.column(i).path for i in range(len(schema)) if schema.column(i).physical_type == "INT96"}
+    for index, name in enumerate(rows.column_names):
+        if name in int96:
+            rows = rows.set_column(index, name, rows[name].cast(pa.timestamp("us", tz="UTC")))
+    return rows
 
 
 def partition_values(path: str) -> dict[str, str | None]:

@@ -56,9 +56,16 @@ def log_files(
     carries its minimum and maximum `_commit` and `_origin`) rule out commits [first, last] of
     `origin`; a file without them is kept. The log gains a few files a commit: a write that read every
     one of them grew slower with every commit before it (`bench.log_growth`, docs/performance.md)."""
+    files = TableFiles(storage.changelog_path)
+    return [files.uri(path) for path, _ in log_file_records(storage, first, last, origin)]
+
+
+def log_file_records(
+    storage: Storage, first: int | None = None, last: int | None = None, origin: Origin | None = None
+) -> list[tuple[str, int | None]]:
+    """(log-relative path, row count if recorded) of the live log files `log_files` names."""
     import pyarrow as pa
 
-    files = TableFiles(storage.changelog_path)
     actions = pa.table(arbiter.open_table(storage.changelog_path).get_add_actions(flatten=True))
     bounds = [("_commit", first, last), ("_origin", origin, origin)]
 
@@ -73,8 +80,9 @@ def log_files(
 
     # Only the statistics compared: a wide table's log has a minimum and maximum for every column.
     statistics = [f"{end}.{column}" for column, _, _ in bounds for end in ("min", "max")]
-    kept = ["path", *(name for name in statistics if name in actions.column_names)]
-    return [files.uri(f["path"]) for f in actions.select(kept).to_pylist() if may_hold(f)]
+    kept = ["path", "num_records", *(name for name in statistics if name in actions.column_names)]
+    kept = [name for name in kept if name in actions.column_names]
+    return [(f["path"], f.get("num_records")) for f in actions.select(kept).to_pylist() if may_hold(f)]
 
 
 def log_columns(storage: Storage) -> list[Column]:

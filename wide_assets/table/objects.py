@@ -96,25 +96,36 @@ class TableFiles:
         obstore.delete(self._store, path)
 
     def write_parquet(
-        self, path: str, rows: Any, statistics: bool | Sequence[str] = True, read_once: bool = False
+        self,
+        path: str,
+        rows: Any,
+        statistics: bool | Sequence[str] = True,
+        read_once: bool = False,
+        compression: str = "snappy",
+        compression_level: int | None = None,
     ) -> None:
         """Write the pyarrow Table `rows` as the Parquet file `path`, with footer statistics for every
-        column or for the `statistics` columns only. `read_once`: a file read whole once and deleted
-        (staged input); on local disk it is then written plain, without statistics, compression or
-        dictionaries (1M rows of bench.workload: 0.30 s instead of 0.73 s, 132 MB instead of 60)."""
+        column or for the `statistics` columns only, compressed with `compression` (at
+        `compression_level`). `read_once`: a file read whole once and deleted (staged input); on
+        local disk it is then written plain, without statistics, compression or dictionaries (1M rows
+        of bench.workload: 0.30 s instead of 0.73 s, 132 MB instead of 60)."""
         import pyarrow as pa
         import pyarrow.parquet as pq
 
+        settings: dict[str, Any] = {
+            "write_statistics": statistics,
+            "compression": compression,
+            "compression_level": compression_level,
+        }
         if not is_object_store(self.root):
             local = os.path.join(self.root, path)
             os.makedirs(os.path.dirname(local), exist_ok=True)
             if read_once:
-                pq.write_table(rows, local, write_statistics=False, compression="none", use_dictionary=False)
-            else:
-                pq.write_table(rows, local, write_statistics=statistics)
+                settings = {"write_statistics": False, "compression": "none", "use_dictionary": False}
+            pq.write_table(rows, local, **settings)
             return
         sink = pa.BufferOutputStream()
-        pq.write_table(rows, sink, write_statistics=statistics)
+        pq.write_table(rows, sink, **settings)
         self.put(path, sink.getvalue().to_pybytes())
 
     def open_parquet(self, path: str) -> Any:

@@ -44,6 +44,7 @@ from wide_assets.table import arbiter
 from wide_assets.table.foreign import refuse_foreign_changes
 from wide_assets.table.log import CommitInfo, Origin, Txn, now
 from wide_assets.table.log_frames import append_log, log_entries, log_rows
+from wide_assets.table.logged_images import logged_kind_counts
 from wide_assets.table.objects import TableFiles
 from wide_assets.table.progress import Spans
 from wide_assets.table.reads import Reader
@@ -350,7 +351,7 @@ def commit_counts(storage: Storage, commit: int) -> dict[str, int]:
         return dict.fromkeys(("inserted", "updated", "unchanged", "deleted", "changelog_rows"), 0)
     entries = log_entries(storage, [commit], Origin.MERGED)
     if not engine_for(spec.merge).per_record and not logs_unchanged_rows(spec.merge):
-        return kind_counts(storage.spark, entries)
+        return logged_kind_counts(storage, commit) or kind_counts(storage.spark, entries)
     return {**transition_counts(storage.spark, spec, entries), "changelog_rows": entries.count()}
 
 

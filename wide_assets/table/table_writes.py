@@ -26,6 +26,7 @@ from wide_assets.table.deletion_vectors import VectorFile, read_vector
 from wide_assets.table.files import DataFile, write_files
 from wide_assets.table.foreign import refuse_foreign_changes
 from wide_assets.table.key_ranges import row_groups_holding
+from wide_assets.table.logged_images import LoggedImages, write_images
 from wide_assets.table.objects import TableFiles
 from wide_assets.table.storage import IS_DELETE_IMAGE
 from wide_assets.table_definition import BUCKET_COLUMN, TableDefinition
@@ -52,27 +53,43 @@ def uses_deletion_vectors(table: Any) -> bool:
     return bool(table.metadata().configuration.get("delta.enableDeletionVectors") == "true")
 
 
-def apply_images(storage: Storage, images: DataFrame, table: Any, through: int) -> int:
+def apply_images(
+    storage: Storage, images: DataFrame, table: Any, through: int, logged: LoggedImages | None = None
+) -> int:
     """Apply final images (`_row_kind` '-D' = delete) as the table commit right after the snapshot
     `table`, making the table hold the log's commits up to `through`; returns how many images there
-    were. Raises `Conflict` when another commit landed first."""
+    were. `logged`: the same images read on the driver (`logged_images`), written without the engine.
+    Raises `Conflict` when another commit landed first."""
     spec = storage.definition
     files = TableFiles(storage.path)
     version = int(table.version())
     refuse_foreign_changes(files, version, spec)
     frame = storage.with_bucket(images.select("_row_kind", *[quote(c) for c in spec.column_names]))
     live = delta_log.live_files(files, version)
-    # Only the keys come to the driver, to find the rows the images replace.
-    touched = frame.select(*[quote(c) for c in key_columns(spec)]).toArrow() if live else None
-    new_rows = frame.where(f"NOT {IS_DELETE_IMAGE}").drop("_row_kind")
+    touched: pa.Table | None
+    if logged is not None:
+        touched = logged.keys
+
+        def write_new_rows() -> list[DataFile]:
+            return write_images(files, logged.rows)
+    else:
+        # Only the keys come to the driver, to find the rows the images replace.
+        touched = frame.select(*[quote(c) for c in key_columns(spec)]).toArrow() if live else None
+        new_rows = frame.where(f"NOT {IS_DELETE_IMAGE}").drop("_row_kind")
+
+        def write_new_rows() -> list[DataFile]:
+            return write_files(new_rows, files, partition_columns(spec))
+
+    if not live:
+        touched = None
     with ThreadPoolExecutor(1) as finder:
-        # The driver reads the stored keys while the engine writes the images: neither needs the other.
+        # The driver reads the stored keys while the images are written: neither needs the other.
         finding = (
             finder.submit(replaced_rows, files, live, touched, spec)
             if touched is not None and touched.num_rows
             else None
         )
-        written = write_files(new_rows, files, partition_columns(spec))
+        written = write_new_rows()
         replaced = finding.result() if finding is not None else None
     faults.checkpoint("after-table-files")
     now = int(time.time() * 1000)
