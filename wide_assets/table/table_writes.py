@@ -1,10 +1,11 @@
 """The wide table's Delta commits: final images applied, or every row replaced, as exactly the next
 version of a pinned snapshot, with the cost of the change, not of the table.
 
-The engine writes the new images as new files. The rows they replace are found by reading only the
-key columns of the candidate files (the buckets the images hit), and are then either marked deleted
-with a deletion vector (the default) or, on a copy-on-write table (`deletion-vectors.enabled: false`),
-dropped by rewriting their files in the engine. The commit names files and vectors only; it lands at
+The engine writes the new images as new files (a small commit's, the driver: `logged_images`). The
+rows they replace are found by reading only the key columns of the candidate files (the buckets the
+images hit), and are then either marked deleted with a deletion vector (the default) or, on a
+copy-on-write table (`deletion-vectors.enabled: false`), dropped by rewriting their files in the
+engine. The commit names files and vectors only; it lands at
 the version after the snapshot it was computed from, or raises `Conflict` (`delta_log.commit`).
 """
 
