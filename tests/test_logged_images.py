@@ -1,7 +1,8 @@
 """A small commit's table images written by the driver from its log files (`logged_images`): every
 flat column type, at its edge values, reads back as written through the engine and every Delta
 reader, on Sail and on JVM Spark (whose log files hold INT96 timestamps), as it does where the engine
-writes the images. The expected rows are the records written, last one per key. (A TIMESTAMP starts
+writes the images, with and without before-images in the log, through inserts, updates and a delete.
+The expected rows are the records written, last one per key. (A TIMESTAMP starts
 in 1900: classic pyspark converts one in local time, and year 1 then falls before year 1.)"""
 
 from __future__ import annotations
@@ -112,10 +113,36 @@ def by_key(rows: Any) -> dict[Any, tuple[Any, ...]]:
     return {row[0]: tuple(spelled(v) for v in row) for row in rows}
 
 
+# The last commit's row kinds: key 3 deleted, key 1 updated (a -U before-image logged under `lookup`).
+LAST_COMMIT: list[tuple[str, tuple[Any, ...]]] = [
+    ("-D", (3, None, None, None, None, None, None, None, None, None, None, None, None)),
+    (
+        "+U",
+        (
+            1,
+            False,
+            1,
+            1,
+            1,
+            0.0,
+            0.0,
+            Decimal("1.5"),
+            "one",
+            b"1",
+            date(2000, 1, 1),
+            datetime(1900, 1, 1),
+            FIRST,
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize("producer", ["none", "lookup"])
 @pytest.mark.parametrize("images_by", ["driver", "engine"])
 def test_every_flat_type_reads_back_as_written(
     any_spark: Any,
     tmp_path: Path,
+    producer: str,
     images_by: str,
     monkeypatch: pytest.MonkeyPatch,
     request: pytest.FixtureRequest,
@@ -134,15 +161,21 @@ def test_every_flat_type_reads_back_as_written(
         previous = any_spark.conf.get("spark.sql.parquet.outputTimestampType")
         any_spark.conf.set("spark.sql.parquet.outputTimestampType", "INT96")
         request.addfinalizer(lambda: any_spark.conf.set("spark.sql.parquet.outputTimestampType", previous))
-    table = WideTable.create(any_spark, tmp_path / "t", COLUMNS, ["k"], {})
+    table = WideTable.create(any_spark, tmp_path / "t", COLUMNS, ["k"], {"changelog-producer": producer})
     expected: dict[Any, tuple[Any, ...]] = {}
-    for rows in COMMITS:
+    commits = [[("+I", row) for row in rows] for rows in COMMITS] + [LAST_COMMIT]
+    for records in commits:
         # A TIMESTAMP is an instant: written as UTC.
         frame = [
-            (*row[:-2], None if row[-2] is None else row[-2].replace(tzinfo=UTC), row[-1]) for row in rows
+            (*row[:-2], None if row[-2] is None else row[-2].replace(tzinfo=UTC), row[-1], kind)
+            for kind, row in records
         ]
-        table.write(any_spark.createDataFrame(frame, SCHEMA))
-        expected |= by_key(rows)
+        table.write(any_spark.createDataFrame(frame, f"{SCHEMA}, _row_kind string"))
+        for kind, row in records:
+            if kind == "-D":
+                expected.pop(row[0])
+            else:
+                expected |= by_key([row])
     assert by_key(table.read().select(*NAMES).collect()) == expected
     assert by_key(rows_by_delta_rs(str(table.path), ", ".join(NAMES))) == expected
-    assert driver_writes == ([3, 2] if images_by == "driver" else [])
+    assert driver_writes == ([3, 2, 1] if images_by == "driver" else [])

@@ -158,7 +158,6 @@ def without_bounds(files: TableFiles, stored: StoredFile, floats: list[str]) -> 
     skip row groups by them, so `d > 6` (true for NaN, which sorts above +Infinity in every reader)
     missed a NaN stored beside 5.0; and delta-rs's OPTIMIZE turned such bounds into a file whose
     minimum equals its maximum, which Sail reads as a constant (the NaN read back as 5.0)."""
-
     rows = read_as_written(files, stored.path)
     folder, _, _ = stored.path.rpartition("/")
     path = f"{folder}/{uuid.uuid4().hex}.parquet" if folder else f"{uuid.uuid4().hex}.parquet"

@@ -80,8 +80,7 @@ def log_file_records(
 
     # Only the statistics compared: a wide table's log has a minimum and maximum for every column.
     statistics = [f"{end}.{column}" for column, _, _ in bounds for end in ("min", "max")]
-    kept = ["path", "num_records", *(name for name in statistics if name in actions.column_names)]
-    kept = [name for name in kept if name in actions.column_names]
+    kept = [name for name in ("path", "num_records", *statistics) if name in actions.column_names]
     return [(f["path"], f.get("num_records")) for f in actions.select(kept).to_pylist() if may_hold(f)]
 
 

@@ -349,9 +349,12 @@ def commit_counts(storage: Storage, commit: int) -> dict[str, int]:
     spec = storage.definition
     if spec.merge.lookup_free_writes:
         return dict.fromkeys(("inserted", "updated", "unchanged", "deleted", "changelog_rows"), 0)
-    entries = log_entries(storage, [commit], Origin.MERGED)
     if not engine_for(spec.merge).per_record and not logs_unchanged_rows(spec.merge):
-        return logged_kind_counts(storage, commit) or kind_counts(storage.spark, entries)
+        counted = logged_kind_counts(storage, commit)
+        if counted is not None:
+            return counted
+        return kind_counts(storage.spark, log_entries(storage, [commit], Origin.MERGED))
+    entries = log_entries(storage, [commit], Origin.MERGED)
     return {**transition_counts(storage.spark, spec, entries), "changelog_rows": entries.count()}
 
 

@@ -23,7 +23,7 @@ from wide_assets.table.log import CompactionInfo, Markers, Origin, Resolution, n
 from wide_assets.table.log_frames import append_log, log_entries
 from wide_assets.table.logged_images import LoggedImages, logged_images
 from wide_assets.table.storage import Storage
-from wide_assets.table.table_writes import apply_images
+from wide_assets.table.table_writes import apply_images, uses_deletion_vectors
 
 
 def catch_up(storage: Storage, markers: Markers, table: Any | None = None) -> tuple[Any, bool]:
@@ -44,21 +44,23 @@ def catch_up(storage: Storage, markers: Markers, table: Any | None = None) -> tu
         if not pending:
             return table, False
         through = pending[-1]
-        apply_images(storage, commit_images(storage, pending), table, through, _logged(storage, pending))
+        apply_images(
+            storage, _logged(storage, pending, table) or commit_images(storage, pending), table, through
+        )
     table = arbiter.open_table(storage.path)
     if arbiter.applied_through(table) != through:
         raise Conflict(f"{storage.path} moved past commit {through} while it was being caught up.")
     return table, True
 
 
-def _logged(storage: Storage, pending: list[int]) -> LoggedImages | None:
+def _logged(storage: Storage, pending: list[int], table: Any) -> LoggedImages | None:
     """The images of one pending commit of a Paimon engine read on the driver, where they can be
     (`logged_images`): those of several commits, or of a Fluss engine's per-record entries, are
-    ranked in the engine (`commit_images`)."""
+    ranked in the engine (`commit_images`), and a copy-on-write table rewrites its files there."""
     merge = storage.definition.merge
     if len(pending) != 1 or engine_for(merge).per_record or merge.lookup_free_writes:
         return None
-    return logged_images(storage, pending[0])
+    return logged_images(storage, pending[0]) if uses_deletion_vectors(table) else None
 
 
 def resolution_images(storage: Storage, resolution: Resolution) -> DataFrame:

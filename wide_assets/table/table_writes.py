@@ -5,8 +5,8 @@ The engine writes the new images as new files (a small commit's, the driver: `lo
 rows they replace are found by reading only the key columns of the candidate files (the buckets the
 images hit), and are then either marked deleted with a deletion vector (the default) or, on a
 copy-on-write table (`deletion-vectors.enabled: false`), dropped by rewriting their files in the
-engine. The commit names files and vectors only; it lands at
-the version after the snapshot it was computed from, or raises `Conflict` (`delta_log.commit`).
+engine. The commit names files and vectors only; it lands at the version after the snapshot it was
+computed from, or raises `Conflict` (`delta_log.commit`).
 """
 
 from __future__ import annotations
@@ -54,26 +54,26 @@ def uses_deletion_vectors(table: Any) -> bool:
     return bool(table.metadata().configuration.get("delta.enableDeletionVectors") == "true")
 
 
-def apply_images(
-    storage: Storage, images: DataFrame, table: Any, through: int, logged: LoggedImages | None = None
-) -> int:
+def apply_images(storage: Storage, images: DataFrame | LoggedImages, table: Any, through: int) -> int:
     """Apply final images (`_row_kind` '-D' = delete) as the table commit right after the snapshot
     `table`, making the table hold the log's commits up to `through`; returns how many images there
-    were. `logged`: the same images read on the driver (`logged_images`), written without the engine.
-    Raises `Conflict` when another commit landed first."""
+    were. Images read on the driver (`logged_images`, deletion-vector tables only) are written without
+    the engine. Raises `Conflict` when another commit landed first."""
     spec = storage.definition
     files = TableFiles(storage.path)
     version = int(table.version())
     refuse_foreign_changes(files, version, spec)
-    frame = storage.with_bucket(images.select("_row_kind", *[quote(c) for c in spec.column_names]))
     live = delta_log.live_files(files, version)
+    frame: DataFrame | None = None
     touched: pa.Table | None
-    if logged is not None:
-        touched = logged.keys
+    if isinstance(images, LoggedImages):
+        logged = images
+        touched = logged.keys if live else None
 
         def write_new_rows() -> list[DataFile]:
             return write_images(files, logged.rows)
     else:
+        frame = storage.with_bucket(images.select("_row_kind", *[quote(c) for c in spec.column_names]))
         # Only the keys come to the driver, to find the rows the images replace.
         touched = frame.select(*[quote(c) for c in key_columns(spec)]).toArrow() if live else None
         new_rows = frame.where(f"NOT {IS_DELETE_IMAGE}").drop("_row_kind")
@@ -81,8 +81,6 @@ def apply_images(
         def write_new_rows() -> list[DataFile]:
             return write_files(new_rows, files, partition_columns(spec))
 
-    if not live:
-        touched = None
     with ThreadPoolExecutor(1) as finder:
         # The driver reads the stored keys while the images are written: neither needs the other.
         finding = (
@@ -99,6 +97,7 @@ def apply_images(
         if uses_deletion_vectors(table):
             actions += mark_deleted(files, replaced, now)
         else:
+            assert frame is not None, "images read on the driver are only for deletion-vector tables"
             keys = frame.select(*[quote(c) for c in spec.primary_key])
             actions += rewrite_without(storage, files, replaced, keys, now)
     actions += [w.add_action() for w in written]
