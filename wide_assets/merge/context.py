@@ -51,6 +51,13 @@ def comparable(value: str, type_text: str) -> str:
     return value
 
 
+def compared_exactly(type_text: str) -> bool:
+    """Whether `comparable` values of this type are equal only for the same value (NaNs aside): a
+    value of no map, array or struct type. Spark's `<=>` finds an array holding -0.0 equal to one
+    holding 0.0, and a map's entries are compared in key order."""
+    return not type_text.strip().lower().startswith(("map", "array", "struct"))
+
+
 def one_zero(value: str, type_text: str) -> str:
     """`value` with a FLOAT or DOUBLE -0.0 made 0.0 (a value of any other type as it is)."""
     if type_text.strip().lower() in FLOATING:
