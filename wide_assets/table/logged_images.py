@@ -138,5 +138,5 @@ def write_images(files: TableFiles, rows: pa.Table) -> list[DataFile]:
         return []
     folder = f"part-{uuid.uuid4().hex}"
     path = f"{folder}/{uuid.uuid4().hex}.zst.parquet"
-    files.write_parquet(path, rows, compression="zstd", compression_level=1)
+    files.write_parquet(path, rows, compression="zstd", compression_level=1, dictionary=False)
     return [describe(files, StoredFile(path, files.size(path), datetime.now(UTC)))]
