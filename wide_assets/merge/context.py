@@ -80,6 +80,12 @@ def compare_nulls_first(left: str, right: str) -> str:
     )
 
 
+def not_before_present(present: str, other: str) -> str:
+    """`compare_nulls_first(present, other) >= 0` for a `present` value known not to be NULL: `other`
+    is NULL or `present` is not less than it. Shorter SQL that the engine plans and runs faster."""
+    return f"({other} IS NULL OR NOT ({present} < {other}))"
+
+
 def compare_tuples(left: Sequence[str], right: Sequence[str]) -> str:
     """Lexicographic -1/0/1 of two tuples of values, NULL smallest in every position."""
     if len(left) == 1:  # spares every fold step a nullif and a coalesce (a sequence group's one field)
