@@ -238,3 +238,33 @@ def test_fragments_arriving_at_the_bigint_bounds_fold_in_commit_then_offset_orde
         assert {r.k: r.v for r in table.read().collect()} == expected, "the union read"
         table.compact()
         assert {r.k: r.v for r in table.read().collect()} == expected, "the compacted table"
+
+
+@pytest.mark.parametrize("counted_by", ["driver", "engine"])
+def test_pending_fragments_are_counted_on_the_driver_or_else_by_the_engine(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, counted_by: str
+) -> None:
+    """A union read and a compaction number the pending fragments from their retractions and offset
+    bounds, counted from the log files on the driver (`logged_images.fragment_counts`) or, where the
+    driver gives none, by an engine query: either way the table reads as a copy-on-write one."""
+    from wide_assets.table import images, logged_images
+
+    asked = []
+    on_the_driver = logged_images.fragment_counts
+
+    def counted(storage: Any, first: int, last: int) -> Any:
+        asked.append((first, last))
+        return on_the_driver(storage, first, last) if counted_by == "driver" else None
+
+    monkeypatch.setattr(images, "fragment_counts", counted)
+    rng = random.Random(5)
+    eager = WideTable.create(spark, tmp_path / "cow", COLUMNS, ["k"], LOOKUP_FREE)
+    lazy = WideTable.create(spark, tmp_path / "wo", COLUMNS, ["k"], {**LOOKUP_FREE, "write-only": "true"})
+    for _ in range(4):
+        batch = spark.createDataFrame(random_batch(rng), DDL)
+        eager.write(batch)
+        lazy.write(batch)
+        assert rows(lazy) == rows(eager)
+    lazy.compact()
+    assert lazy.pending_commits() == [] and rows(lazy) == rows(eager)
+    assert (1, 4) in asked

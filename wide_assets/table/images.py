@@ -11,6 +11,7 @@ from wide_assets.queries import select
 from wide_assets.sql import RETRACTS, columns, kind_in
 from wide_assets.table.log import Origin
 from wide_assets.table.log_frames import log_entries
+from wide_assets.table.logged_images import fragment_counts
 from wide_assets.table.storage import Storage
 from wide_assets.table_definition import TableDefinition
 
@@ -71,15 +72,18 @@ def _fragments_batch(storage: Storage, commits: list[int]) -> PreparedBatch:
     spark, spec = storage.spark, storage.definition
     names = columns(spec.column_names)
     fragments = log_entries(storage, commits, Origin.FRAGMENT)
-    counted = select(
-        spark,
-        f"SELECT count_if({kind_in('_row_kind', RETRACTS)}) AS retractions, min(_offset) AS least, "
-        "max(_offset) AS greatest FROM {fragments}",
-        fragments=fragments,
-    ).collect()[0]
-    least, greatest = counted["least"], counted["greatest"]
+    counted = fragment_counts(storage, min(commits), max(commits))
+    if counted is None:
+        row = select(
+            spark,
+            f"SELECT count_if({kind_in('_row_kind', RETRACTS)}) AS retractions, min(_offset) AS least, "
+            "max(_offset) AS greatest FROM {fragments}",
+            fragments=fragments,
+        ).collect()[0]
+        counted = (int(row["retractions"]), row["least"], row["greatest"])
+    retractions, least, greatest = counted
     arrivals, arrival = None, "row_number() OVER (ORDER BY _segment, _position)"
-    if least is not None:
+    if least is not None and greatest is not None:
         span = int(greatest) - int(least) + 1
         last = (max(commits) - min(commits) + 1) * span - 1
         if last <= ARRIVAL_BOUND:
@@ -91,6 +95,4 @@ def _fragments_batch(storage: Storage, commits: list[int]) -> PreparedBatch:
         f"FROM (SELECT {names}, _row_kind, _commit AS _segment, _offset AS _position FROM {{fragments}})",
         fragments=fragments,
     )
-    return PreparedBatch(
-        records, MergeContext(spec), retractions=int(counted["retractions"]), arrivals=arrivals
-    )
+    return PreparedBatch(records, MergeContext(spec), retractions=retractions, arrivals=arrivals)

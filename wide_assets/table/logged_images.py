@@ -1,4 +1,5 @@
-"""A small commit's table images and row-kind counts, read from its log files on the driver (pyarrow).
+"""A small commit's table images and row-kind counts, and the counts of a few pending fragments, read
+from the log files on the driver (pyarrow).
 
 Applying one commit of a Paimon engine (one transition per key) takes its logged entries but the -U:
 the engine would plan a query, read them back and write them as table files, and a second query
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from wide_assets.sql import RowKind
+from wide_assets.sql import RETRACTS, RowKind
 from wide_assets.table.files import DataFile, describe, read_as_written
 from wide_assets.table.log import Origin
 from wide_assets.table.log_frames import log_file_records
@@ -72,7 +73,9 @@ def logged_images(storage: Storage, commit: int) -> LoggedImages | None:
     spec = storage.definition
     if spec.bucketing is not None or any(c.base_type.lower() not in FLAT_TYPES for c in spec.columns):
         return None
-    entries = _merged_entries(storage, commit, ["_row_kind", *spec.column_names], DRIVER_IMAGE_ROWS)
+    entries = logged_entries(
+        storage, commit, commit, Origin.MERGED, ["_row_kind", *spec.column_names], DRIVER_IMAGE_ROWS
+    )
     if entries is None:
         return None
     images = entries.filter(pc.not_equal(entries["_row_kind"], RowKind.UPDATE_BEFORE.value))
@@ -85,7 +88,7 @@ def logged_kind_counts(storage: Storage, commit: int) -> dict[str, int] | None:
     files (None where those cannot be read so)."""
     import pyarrow.compute as pc
 
-    entries = _merged_entries(storage, commit, ["_row_kind"])
+    entries = logged_entries(storage, commit, commit, Origin.MERGED, ["_row_kind"])
     if entries is None:
         return None
     kinds, counts = pc.value_counts(entries["_row_kind"]).flatten()
@@ -99,15 +102,32 @@ def logged_kind_counts(storage: Storage, commit: int) -> dict[str, int] | None:
     }
 
 
-def _merged_entries(
-    storage: Storage, commit: int, columns: list[str], most: int | None = None
-) -> pa.Table | None:
-    """The `columns` of `commit`'s merged entries, read from the log files whose statistics can hold
-    them; None for none, more than `most` rows in those files, or files that differ in columns."""
+def fragment_counts(storage: Storage, first: int, last: int) -> tuple[int, int | None, int | None] | None:
+    """(retractions, least offset, greatest offset) of the fragments of commits [first, last], read
+    from the log on the driver (no engine query); None where `logged_entries` gives none."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    records = log_file_records(storage, commit, commit, Origin.MERGED)
+    fragments = logged_entries(
+        storage, first, last, Origin.FRAGMENT, ["_row_kind", "_offset"], DRIVER_IMAGE_ROWS
+    )
+    if fragments is None:
+        return None
+    retracting = pc.is_in(fragments["_row_kind"], value_set=pa.array([kind.value for kind in RETRACTS]))
+    bounds = pc.min_max(fragments["_offset"]).as_py()
+    return int(pc.sum(retracting).as_py() or 0), bounds["min"], bounds["max"]
+
+
+def logged_entries(
+    storage: Storage, first: int, last: int, origin: Origin, columns: list[str], most: int | None = None
+) -> pa.Table | None:
+    """The `columns` of the entries of `origin` of commits [first, last], read from the log files
+    whose statistics can hold them; None for none, more than `most` rows in those files, or files
+    that differ in columns."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    records = log_file_records(storage, first, last, origin)
     counted = [rows for _, rows in records]
     if not records or (most is not None and (None in counted or sum(r or 0 for r in counted) > most)):
         return None
@@ -119,7 +139,8 @@ def _merged_entries(
             part = read_as_written(files, path, wanted)
             if set(part.column_names) != set(wanted):  # pyarrow leaves out a column the file lacks
                 return None
-            mine = pc.and_(pc.equal(part["_commit"], commit), pc.equal(part["_origin"], Origin.MERGED.value))
+            commits = pc.and_(pc.greater_equal(part["_commit"], first), pc.less_equal(part["_commit"], last))
+            mine = pc.and_(commits, pc.equal(part["_origin"], origin.value))
             parts.append(part.filter(mine).select(columns))
         if any(not p.schema.equals(parts[0].schema, check_metadata=False) for p in parts):
             return None
@@ -127,7 +148,9 @@ def _merged_entries(
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as error:
         # Past the commit point a value pyarrow cannot take must not stop the commit from applying:
         # the engine reads the same rows.
-        logger.info("%s: commit %d's entries are read by the engine: %s", storage.path, commit, error)
+        logger.info(
+            "%s: commits %d-%d's entries are read by the engine: %s", storage.path, first, last, error
+        )
         return None
 
 
