@@ -876,6 +876,27 @@ def test_convergence_fails_when_the_options_do_not_mean_what_the_declaration_say
         assert convergence.metadata["differing_keys_by_column"].value == {"name": 1, "profile_ts": 1}
 
 
+def test_a_failing_convergence_check_first_names_deletes_the_options_do_not_mean(
+    spark: Any, sandbox: DefsFolderSandbox, tmp_path: Path
+) -> None:
+    """The scaffold's loyalty source without its `deletes: clear-columns` line declares the default,
+    remove-row, which the table's options do not do (c2's delete only clears its points group): the
+    check fails on c2, and its first example says which option or declaration would agree."""
+    path, doc = scaffold(sandbox)
+    del _source(doc, 1)["deletes"]
+    deployment = lake(spark, sandbox, build(sandbox, path, doc), tmp_path)
+    convergence = evaluations(deployment.run())["converges_to_source_join"]
+    assert not convergence.passed
+    first, *differences = convergence.metadata["examples"].value
+    assert first == (
+        "source loyalty declares deletes: remove-row, but the table's -D of sequence group "
+        "fields.points_ts.sequence-group only clears ['points']: add points_ts to the option "
+        "partial-update.remove-record-on-sequence-group, or declare deletes: clear-columns"
+    )
+    assert differences == ["unexpected row customer_id='c2'"]
+    assert first in convergence.description
+
+
 def test_a_listagg_column_keeps_its_convergence_check_which_replays_the_late_record(
     spark: Any, sandbox: DefsFolderSandbox, tmp_path: Path
 ) -> None:

@@ -23,7 +23,12 @@ from test_run_order import spec as declared_by
 from wide_assets.pipelines import SourceSpec, WideTableSpec
 from wide_assets.pipelines.apply import apply_sources, open_wide_table
 from wide_assets.pipelines.checks import keyed_diff
-from wide_assets.pipelines.convergence import applied_in_commits, convergence_problem, expected_rows
+from wide_assets.pipelines.convergence import (
+    applied_in_commits,
+    convergence_problem,
+    delete_rule_disagreements,
+    expected_rows,
+)
 from wide_assets.pipelines.ingest import ingest, landed_files
 from wide_assets.table import WideTable
 
@@ -110,6 +115,26 @@ def test_passes_a_correct_table_with_a_row_back_after_its_delete_and_a_sum(
     diff = verdict(spark, declared, table, applied)
     assert diff.passed, diff.examples
     assert diff.rows == len(EXPECTED)
+
+
+def test_names_the_sources_whose_deletes_the_options_do_not_mean() -> None:
+    """orders removes its row (P11 on its group), payments clears its group (P10): which options agree."""
+    assert delete_rule_disagreements(spec(SUMMED)) == []
+    [orders] = delete_rule_disagreements(
+        spec({k: v for k, v in SUMMED.items() if not k.startswith("partial-update.")})
+    )
+    assert orders.startswith("source orders declares deletes: remove-row") and "add order_ts" in orders
+    both = {**SUMMED, "partial-update.remove-record-on-sequence-group": "order_ts,pay_ts"}
+    [payments] = delete_rule_disagreements(spec(both))
+    assert (
+        payments.startswith("source payments declares deletes: clear-columns") and "leave pay_ts" in payments
+    )
+    ignoring = {k: v for k, v in SUMMED.items() if not k.startswith("partial-update.")}
+    dropped = delete_rule_disagreements(spec({**ignoring, "ignore-delete": "true"}))
+    assert [d.split(",")[0] for d in dropped] == [
+        "source orders declares deletes: remove-row",
+        "source payments declares deletes: clear-columns",
+    ]
 
 
 def test_fails_a_table_changed_behind_the_engine(spark: Any, tmp_path: Path) -> None:

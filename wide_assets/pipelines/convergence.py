@@ -32,6 +32,7 @@ naming the keys and columns.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +60,7 @@ __all__ = [
     "convergence_check",
     "convergence_problem",
     "convergence_refusal",
+    "delete_rule_disagreements",
     "expected_rows",
 ]
 
@@ -126,6 +128,48 @@ def convergence_problem(spec: WideTableSpec) -> str | None:
                 "cut into commits"
             )
     return None
+
+
+def delete_rule_disagreements(spec: WideTableSpec) -> list[str]:
+    """Where a source's declared `deletes` and the table's options disagree on what its `-D` does, each
+    with the option or the declaration that would make them agree: on a Paimon partial-update table,
+    a `-D` of a sequence group clears the group's columns (P10) unless an option removes the row
+    (P11), and `ignore-delete` drops it. The check still judges such a table (its options may be the
+    mistake); this says why a deleted key then differs."""
+    merge = spec.definition().merge
+    if merge.dialect != "paimon" or merge.engine != "partial-update":
+        return []
+    disagreements = []
+    for source in spec.sources:
+        if source.aggregates or source.deletes == "ignore":
+            continue
+        if merge.ignore_delete:
+            disagreements.append(
+                f"source {source.name} declares deletes: {source.deletes}, but the table's option "
+                "ignore-delete drops every -D: declare deletes: ignore"
+            )
+            continue
+        if source.op_time is None:
+            continue
+        sequence = source.feeds.get(source.op_time)
+        group = next((g for g in merge.sequence_groups if sequence in g.sequence_fields), None)
+        if group is None:
+            continue
+        # Paimon refuses `partial-update.remove-record-on-delete` on a table with sequence groups.
+        removes = bool(set(group.sequence_fields) & set(merge.remove_record_on_sequence_group))
+        if source.deletes == "remove-row" and not removes:
+            disagreements.append(
+                f"source {source.name} declares deletes: remove-row, but the table's -D of sequence group "
+                f"{group.option_key} only clears {list(group.protected)}: add {sequence} to the option "
+                "partial-update.remove-record-on-sequence-group, or declare deletes: clear-columns"
+            )
+        elif source.deletes == "clear-columns" and removes:
+            disagreements.append(
+                f"source {source.name} declares deletes: clear-columns, but the table's option "
+                "partial-update.remove-record-on-sequence-group makes its -D remove the row: declare "
+                f"deletes: remove-row, or leave {sequence} out of the option"
+            )
+    return disagreements
 
 
 def _order(source: SourceSpec, first: bool) -> str:
@@ -529,6 +573,9 @@ def convergence_check(spec: WideTableSpec) -> dg.AssetChecksDefinition:
             applied[source.name] = applied_in_commits(spark, table, source.name, records)
         expected = expected_rows(spark, spec, applied)
         diff = keyed_diff(spark, table.read(), expected, spec.primary_key, spec.value_columns)
+        if not diff.passed:
+            # The likeliest cause first: a declaration that cannot converge whatever was merged.
+            diff = replace(diff, examples=(*delete_rule_disagreements(spec), *diff.examples))
         return diff.result(consumed_offsets=consumed, delta_version=table.version)
 
     return table_check(
