@@ -364,10 +364,11 @@ def _column_folded(
             if every_stored_row:
                 fold_of_records = f"CASE WHEN _touched THEN {fold_of_records} END"
             aggregated.append(f"{fold_of_records} AS _fold{index}")
+        grouping = f"min(_arrival) AS _first, {', '.join(collected)}"
         grouped = (
             f"SELECT {key_list}, _arrival AS _first, {', '.join(collected)} FROM b"
             if one_record_per_key
-            else f"SELECT {key_list}, min(_arrival) AS _first, {', '.join(collected)} FROM b GROUP BY {key_list}"
+            else f"SELECT {key_list}, {grouping} FROM b GROUP BY {key_list}"
         )
         with_folds = f"SELECT *, {', '.join(aggregated)} FROM joined"
     state = {"e": "true"}
@@ -378,12 +379,14 @@ def _column_folded(
         # Every stored row, the touched ones joined with their keys' records: a RIGHT join that Sail
         # builds on the batch's keys and streams the stored rows through, each task on its own (a FULL
         # join also yields the keys no row holds, which a cluster must gather in one place); then the
-        # new keys, found in the stored key columns alone. An untouched stored row keeps its key as
-        # stored (`_aliased_keys` reads -0.0 as 0.0).
+        # new keys' records, found in the stored key columns alone and grouped apart (`grouped` is not
+        # computed twice: 1M rows with 100k pending, 0.55 s instead of 0.59). An untouched stored row
+        # keeps its key as stored (`_aliased_keys` reads -0.0 as 0.0).
         raw_keys = ", ".join(
             f"t.{quote(k)} AS _stored_{a}" for k, a in zip(ctx.definition.primary_key, keys, strict=True)
         )
         touched = f"g.{keys[0]} IS NOT NULL"
+        new_join = " AND ".join(f"t.{a} = b.{a}" for a in keys)
         touched_keys = ", ".join(
             f"CASE WHEN {touched} THEN g.{a} ELSE t._stored_{a} END AS {a}" for a in keys
         )
@@ -395,7 +398,11 @@ def _column_folded(
   ) t ON {join}
   UNION ALL
   SELECT {", ".join(f"g.{a}" for a in keys)}, {grouped_values}, {absent}, false AS _exists, true AS _touched
-  FROM grouped g LEFT ANTI JOIN (SELECT {_aliased_keys(ctx, keys, "t.")} FROM {{stored}} t) t ON {join}"""
+  FROM (
+    SELECT {key_list}, {grouping} FROM (
+      SELECT b.* FROM b LEFT ANTI JOIN (SELECT {_aliased_keys(ctx, keys, "t.")} FROM {{stored}} t) t ON {new_join}
+    ) b GROUP BY {key_list}
+  ) g"""
         rows = ", ".join(f"CASE WHEN _touched THEN {state[a]} ELSE {a} END AS {a}" for a in values)
         folded = f"SELECT {key_list}, {rows} FROM with_folds"
     else:
