@@ -86,12 +86,20 @@ class DataFile:
 
 
 def write_files(
-    frame: DataFrame, files: TableFiles, partition_by: Sequence[str] = (), folder: str | None = None
+    frame: DataFrame,
+    files: TableFiles,
+    partition_by: Sequence[str] = (),
+    folder: str | None = None,
+    dictionary: bool = True,
 ) -> list[DataFile]:
     """Have the engine write `frame` as Parquet into a new folder of the table `files`; returns the
-    files it wrote (none for an empty frame: a file the engine wrote with no rows is deleted)."""
+    files it wrote (none for an empty frame: a file the engine wrote with no rows is deleted). Not
+    `dictionary`: no column is dictionary-encoded (Sail's `dictionary_enabled`, parquet-mr's
+    `parquet.enable.dictionary`; each engine ignores the other's)."""
     folder = folder or f"part-{uuid.uuid4().hex}"
     writer = frame.write.mode("error")
+    if not dictionary:
+        writer = writer.option("dictionary_enabled", "false").option("parquet.enable.dictionary", "false")
     if is_connect(frame.sparkSession):
         # Sail reads "zstd" as level 1, where its default is level 3 (`parquet.compression`): writing
         # 1M rows of bench.workload took 0.53 s instead of 0.62, into files 2.5% smaller. (A JVM Spark

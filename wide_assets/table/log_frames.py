@@ -139,8 +139,14 @@ def append_log(
     )
     files = TableFiles(storage.changelog_path)
     # One engine write per part, not one of their union: Sail 0.7.2's local-cluster mode was seen to
-    # stall for good writing a union of the one-row marker and a merge (bench.repeated_writes).
+    # stall for good writing a union of the one-row marker and a merge (bench.repeated_writes). Without
+    # dictionaries: log files are written once and read about once, and Sail wrote 1M rows of
+    # bench.workload in 0.36-0.48 s instead of 0.53-0.59 s, into files 10% smaller (read 15% slower).
     with merge_errors():
-        written = [w for part in (marker, *parts) for w in write_files(part.select(*marker.columns), files)]
+        written = [
+            w
+            for part in (marker, *parts)
+            for w in write_files(part.select(*marker.columns), files, dictionary=False)
+        ]
     arbiter.append_files(log.table, written)
     delta_log.checkpoint_if_due(storage.changelog_path, log.version + 1)
