@@ -179,3 +179,29 @@ def test_every_flat_type_reads_back_as_written(
     assert by_key(table.read().select(*NAMES).collect()) == expected
     assert by_key(rows_by_delta_rs(str(table.path), ", ".join(NAMES))) == expected
     assert driver_writes == ([3, 2, 1] if images_by == "driver" else [])
+
+
+def test_a_commits_kinds_are_counted_from_its_files_statistics_where_each_file_holds_one_kind(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A commit whose log files each hold one row kind (a first load: all +I) is counted from the
+    files' statistics without reading them; every commit's counts are those of its entries as the
+    engine reads them from the log."""
+    from wide_assets.changelog import kind_counts
+    from wide_assets.table.log import Origin
+    from wide_assets.table.log_frames import log_entries
+
+    table = WideTable.create(
+        spark, tmp_path / "t", [("k", "int"), ("v", "string")], ["k"], {"changelog-producer": "lookup"}
+    )
+    batches = [
+        [(k, f"v{k}", "+I") for k in range(1, 200)],
+        [(1, "changed", "+I"), (2, None, "-D"), (500, "new", "+I"), (3, "v3", "+I")],
+    ]
+    for batch in batches:
+        table.write(spark.createDataFrame(batch, "k int, v string, _row_kind string"))
+    storage = table._storage
+    assert logged_images._counts_from_statistics(storage, 1) == {"+I": 199}
+    for commit in (1, 2):
+        expected = kind_counts(spark, log_entries(storage, [commit], Origin.MERGED))
+        assert logged_images.logged_kind_counts(storage, commit) == expected

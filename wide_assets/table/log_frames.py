@@ -4,6 +4,7 @@ rows for a commit, and one append of entries plus their marker (its markers, rea
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -64,6 +65,19 @@ def log_file_records(
     storage: Storage, first: int | None = None, last: int | None = None, origin: Origin | None = None
 ) -> list[tuple[str, int | None]]:
     """(log-relative path, row count if recorded) of the live log files `log_files` names."""
+    return [(f["path"], f.get("num_records")) for f in log_file_actions(storage, first, last, origin)]
+
+
+def log_file_actions(
+    storage: Storage,
+    first: int | None = None,
+    last: int | None = None,
+    origin: Origin | None = None,
+    bounded: Sequence[str] = (),
+) -> list[dict[str, Any]]:
+    """The add actions of the live log files `log_files` names, flattened: `path`, `num_records`, and
+    `min.<column>` / `max.<column>` of `_commit`, `_origin` and the `bounded` columns (each None where
+    not recorded)."""
     import pyarrow as pa
 
     actions = pa.table(arbiter.open_table(storage.changelog_path).get_add_actions(flatten=True))
@@ -78,10 +92,11 @@ def log_file_records(
                 return False
         return True
 
-    # Only the statistics compared: a wide table's log has a minimum and maximum for every column.
-    statistics = [f"{end}.{column}" for column, _, _ in bounds for end in ("min", "max")]
+    # Only the statistics asked for: a wide table's log has a minimum and maximum for every column.
+    columns = [*(column for column, _, _ in bounds), *bounded]
+    statistics = [f"{end}.{column}" for column in columns for end in ("min", "max")]
     kept = [name for name in ("path", "num_records", *statistics) if name in actions.column_names]
-    return [(f["path"], f.get("num_records")) for f in actions.select(kept).to_pylist() if may_hold(f)]
+    return [f for f in actions.select(kept).to_pylist() if may_hold(f)]
 
 
 def log_columns(storage: Storage) -> list[Column]:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from wide_assets.sql import RETRACTS, RowKind
 from wide_assets.table.files import DataFile, describe, read_as_written
 from wide_assets.table.log import Origin
-from wide_assets.table.log_frames import log_file_records
+from wide_assets.table.log_frames import log_file_actions, log_file_records
 from wide_assets.table.objects import StoredFile, TableFiles
 
 if TYPE_CHECKING:
@@ -85,21 +85,44 @@ def logged_images(storage: Storage, commit: int) -> LoggedImages | None:
 
 def logged_kind_counts(storage: Storage, commit: int) -> dict[str, int] | None:
     """`changelog.kind_counts` of `commit`'s merged entries, counted from their row kinds in the log
-    files (None where those cannot be read so)."""
+    files (None where those cannot be read so); from the files' statistics alone where each file holds
+    entries of `commit` of one kind only (a first load's 1M +I entries: no read instead of 0.05-0.10 s)."""
     import pyarrow.compute as pc
 
-    entries = logged_entries(storage, commit, commit, Origin.MERGED, ["_row_kind"])
-    if entries is None:
-        return None
-    kinds, counts = pc.value_counts(entries["_row_kind"]).flatten()
-    counted = dict(zip(kinds.to_pylist(), counts.to_pylist(), strict=True))
+    counted = _counts_from_statistics(storage, commit)
+    if counted is None:
+        entries = logged_entries(storage, commit, commit, Origin.MERGED, ["_row_kind"])
+        if entries is None:
+            return None
+        kinds, counts = pc.value_counts(entries["_row_kind"]).flatten()
+        counted = dict(zip(kinds.to_pylist(), counts.to_pylist(), strict=True))
     return {
         "inserted": int(counted.get(RowKind.INSERT.value, 0)),
         "updated": int(counted.get(RowKind.UPDATE_AFTER.value, 0)),
         "deleted": int(counted.get(RowKind.DELETE.value, 0)),
         "unchanged": 0,
-        "changelog_rows": entries.num_rows,
+        "changelog_rows": sum(counted.values()),
     }
+
+
+def _counts_from_statistics(storage: Storage, commit: int) -> dict[str, int] | None:
+    """Entries of `commit` by row kind, from the log files' statistics, where every file that may hold
+    them holds only merged entries of `commit`, all of one kind, and records its row count; else None."""
+    counted: dict[str, int] = {}
+    for file in log_file_actions(storage, commit, commit, Origin.MERGED, ["_row_kind"]):
+        kind, rows = file.get("min._row_kind"), file.get("num_records")
+        only = {"_commit": commit, "_origin": Origin.MERGED.value, "_row_kind": kind}
+        if (
+            rows is None
+            or kind is None
+            or any(
+                (file.get(f"min.{column}"), file.get(f"max.{column}")) != (value, value)
+                for column, value in only.items()
+            )
+        ):
+            return None
+        counted[kind] = counted.get(kind, 0) + int(rows)
+    return counted or None
 
 
 def fragment_counts(storage: Storage, first: int, last: int) -> tuple[int, int | None, int | None] | None:
