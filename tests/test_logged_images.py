@@ -189,7 +189,7 @@ def test_a_commits_kinds_are_counted_from_its_files_statistics_where_each_file_h
     engine reads them from the log."""
     from wide_assets.changelog import kind_counts
     from wide_assets.table.log import Origin
-    from wide_assets.table.log_frames import log_entries
+    from wide_assets.table.log_frames import log_entries, log_file_actions
 
     table = WideTable.create(
         spark, tmp_path / "t", [("k", "int"), ("v", "string")], ["k"], {"changelog-producer": "lookup"}
@@ -201,7 +201,8 @@ def test_a_commits_kinds_are_counted_from_its_files_statistics_where_each_file_h
     for batch in batches:
         table.write(spark.createDataFrame(batch, "k int, v string, _row_kind string"))
     storage = table._storage
-    assert logged_images._counts_from_statistics(storage, 1) == {"+I": 199}
+    first_load = log_file_actions(storage, 1, 1, Origin.MERGED, ["_row_kind"])
+    assert logged_images._counts_from_statistics(first_load, 1) == {"+I": 199}
     for commit in (1, 2):
         expected = kind_counts(spark, log_entries(storage, [commit], Origin.MERGED))
         assert logged_images.logged_kind_counts(storage, commit) == expected

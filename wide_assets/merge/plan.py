@@ -386,7 +386,6 @@ def _column_folded(
             f"t.{quote(k)} AS _stored_{a}" for k, a in zip(ctx.definition.primary_key, keys, strict=True)
         )
         touched = f"g.{keys[0]} IS NOT NULL"
-        new_join = " AND ".join(f"t.{a} = b.{a}" for a in keys)
         touched_keys = ", ".join(
             f"CASE WHEN {touched} THEN g.{a} ELSE t._stored_{a} END AS {a}" for a in keys
         )
@@ -400,7 +399,7 @@ def _column_folded(
   SELECT {", ".join(f"g.{a}" for a in keys)}, {grouped_values}, {absent}, false AS _exists, true AS _touched
   FROM (
     SELECT {key_list}, {grouping} FROM (
-      SELECT b.* FROM b LEFT ANTI JOIN (SELECT {_aliased_keys(ctx, keys, "t.")} FROM {{stored}} t) t ON {new_join}
+      SELECT g.* FROM b g LEFT ANTI JOIN (SELECT {_aliased_keys(ctx, keys, "t.")} FROM {{stored}} t) t ON {join}
     ) b GROUP BY {key_list}
   ) g"""
         rows = ", ".join(f"CASE WHEN _touched THEN {state[a]} ELSE {a} END AS {a}" for a in values)

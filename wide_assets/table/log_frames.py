@@ -156,7 +156,7 @@ def append_log(
     # One engine write per part, not one of their union: Sail 0.7.2's local-cluster mode was seen to
     # stall for good writing a union of the one-row marker and a merge (bench.repeated_writes). Without
     # dictionaries: log files are written once and read about once, and Sail wrote 1M rows of
-    # bench.workload in 0.36-0.48 s instead of 0.53-0.59 s, into files 10% smaller (read 15% slower).
+    # bench.workload in 0.40-0.48 s instead of 0.56-0.84 s, into files 10% smaller (docs/performance.md).
     with merge_errors():
         written = [
             w

@@ -16,7 +16,7 @@ import logging
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from wide_assets.sql import RETRACTS, RowKind
 from wide_assets.table.files import DataFile, describe, read_as_written
@@ -89,9 +89,11 @@ def logged_kind_counts(storage: Storage, commit: int) -> dict[str, int] | None:
     entries of `commit` of one kind only (a first load's 1M +I entries: no read instead of 0.05-0.10 s)."""
     import pyarrow.compute as pc
 
-    counted = _counts_from_statistics(storage, commit)
+    actions = log_file_actions(storage, commit, commit, Origin.MERGED, ["_row_kind"])
+    counted = _counts_from_statistics(actions, commit)
     if counted is None:
-        entries = logged_entries(storage, commit, commit, Origin.MERGED, ["_row_kind"])
+        records = [(f["path"], f.get("num_records")) for f in actions]
+        entries = logged_entries(storage, commit, commit, Origin.MERGED, ["_row_kind"], records=records)
         if entries is None:
             return None
         kinds, counts = pc.value_counts(entries["_row_kind"]).flatten()
@@ -105,11 +107,12 @@ def logged_kind_counts(storage: Storage, commit: int) -> dict[str, int] | None:
     }
 
 
-def _counts_from_statistics(storage: Storage, commit: int) -> dict[str, int] | None:
-    """Entries of `commit` by row kind, from the log files' statistics, where every file that may hold
-    them holds only merged entries of `commit`, all of one kind, and records its row count; else None."""
+def _counts_from_statistics(actions: list[dict[str, Any]], commit: int) -> dict[str, int] | None:
+    """Entries of `commit` by row kind, from the statistics of the log files' add `actions` that may
+    hold them, where each holds only merged entries of `commit`, all of one kind, and records its row
+    count; else None."""
     counted: dict[str, int] = {}
-    for file in log_file_actions(storage, commit, commit, Origin.MERGED, ["_row_kind"]):
+    for file in actions:
         kind, rows = file.get("min._row_kind"), file.get("num_records")
         only = {"_commit": commit, "_origin": Origin.MERGED.value, "_row_kind": kind}
         if (
@@ -142,15 +145,22 @@ def fragment_counts(storage: Storage, first: int, last: int) -> tuple[int, int |
 
 
 def logged_entries(
-    storage: Storage, first: int, last: int, origin: Origin, columns: list[str], most: int | None = None
+    storage: Storage,
+    first: int,
+    last: int,
+    origin: Origin,
+    columns: list[str],
+    most: int | None = None,
+    records: list[tuple[str, int | None]] | None = None,
 ) -> pa.Table | None:
     """The `columns` of the entries of `origin` of commits [first, last], read from the log files
-    whose statistics can hold them; None for none, more than `most` rows in those files, or files
-    that differ in columns."""
+    whose statistics can hold them (`records`, when the caller has listed them already); None for
+    none, more than `most` rows in those files, or files that differ in columns."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    records = log_file_records(storage, first, last, origin)
+    if records is None:
+        records = log_file_records(storage, first, last, origin)
     counted = [rows for _, rows in records]
     if not records or (most is not None and (None in counted or sum(r or 0 for r in counted) > most)):
         return None
