@@ -110,6 +110,9 @@ class Run:
     high_water: dict[str, float] = field(default_factory=dict)
     # With repeats: every run's seconds, in order (this Run holds their medians).
     repeated: list[float] = field(default_factory=list)
+    # The candidate process's system CPU seconds in its timed `total` (`Timings.system`); with repeats,
+    # every run's, in order.
+    system: list[float] = field(default_factory=list)
 
     def time(self, phase: str = "total") -> float:
         """Seconds of one timed phase."""
@@ -332,8 +335,16 @@ def run_candidate(
     if error is None and name in WRITES_DELETION_VECTORS and not vectors:
         error = "its MERGE wrote no deletion vector"
     phases = report.get("seconds", {})
+    system = report.get("system_seconds", {})
     run = Run(
-        name, phases.get("total", float("nan")), peak, error, phases, vectors, report.get("high_water_mb", {})
+        name,
+        phases.get("total", float("nan")),
+        peak,
+        error,
+        phases,
+        vectors,
+        report.get("high_water_mb", {}),
+        system=[system["total"]] if "total" in system else [],
     )
     status = "ok" if error is None else f"FAILED: {error.splitlines()[-1] if error else ''}"
     mode = " ".join(f"{k}={v}" for k, v in (engine_env or {}).items())
@@ -377,6 +388,7 @@ def median_run(runs: list[Run]) -> Run:
         deletion_vectors=runs[-1].deletion_vectors,
         high_water=high_water,
         repeated=[run.seconds for run in runs],
+        system=[seconds for run in runs for seconds in run.system],
     )
 
 
@@ -393,6 +405,8 @@ def size_report(n: int, k: int, runs: list[Run]) -> list[str]:
         details = [f"{p} {s:.2f}" for p, s in run.phases.items() if p != "total"]
         if run.repeated:
             details.insert(0, "runs " + " / ".join(f"{s:.2f}" for s in run.repeated))
+        if run.system:
+            details.append("system CPU " + " / ".join(f"{s:.2f}" for s in run.system))
         if run.deletion_vectors is not None:
             details.append(f"files with a deletion vector: {run.deletion_vectors}")
         detail = ", ".join(details)
@@ -520,8 +534,11 @@ Every candidate runs in a fresh process; setup is untimed: engine start, copying
 imports. A candidate on classic JVM Spark first runs its timed operation once on a second copy of the
 base, untimed (`warm_up` detail): a long-lived driver is warm, and a cold JVM's class loading and code
 generation took most of the first run. Seconds are the timed part only (with `--repeats`, the
-median of the candidate's runs, and of each detail; "runs" lists every run's seconds); rows/s = K /
-seconds; "time vs delta-rs" divides by the
+median of the candidate's runs, and of each detail; "runs" lists every run's seconds); "system CPU"
+is each run's system time of the candidate's own process in the timed part (an in-process engine's
+included, a JVM's not): on a virtual machine whose host takes back the memory its guest frees, a fresh
+process's first touches of memory fault on the host, which shows as system time (docs/performance.md,
+"A fresh process's memory"); rows/s = K / seconds; "time vs delta-rs" divides by the
 delta-rs MERGE's seconds; peak RSS is the sum of the RSS of the candidate's whole process tree (Python,
 and the JVM for classic Spark), sampled every 50 ms over the process's whole life (so it includes
 setup). Before any candidate ran, the initial table was written once as Parquet and appended by Sail

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -9,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from bench.candidates import CANDIDATES, SKIP_WARM_UP
-from bench.product_360 import Run, main, median_run
+from bench.product_360 import Run, main, median_run, size_report
 from bench.workload import KEY, Layout, generate, mismatch, oracle
 
 # Every candidate but two of the four that start a JVM of their own (about a minute each here): our write
@@ -29,14 +30,22 @@ def test_every_candidate_agrees_with_the_oracle(tmp_path: Path, monkeypatch: pyt
     runs = results[(2000, 300)]
     assert [r.candidate for r in runs] == CHECKED
     assert {r.candidate: r.error for r in runs} == dict.fromkeys(CHECKED)
-    assert all(r.seconds > 0 and r.peak_mb > 0 for r in runs)
+    assert all(r.seconds > 0 and r.peak_mb > 0 and len(r.system) == 1 for r in runs)
     report = out.read_text()
     assert "## Targets" in report and "Versions: Python" in report
 
 
 def test_repeated_runs_report_their_medians_and_any_failure() -> None:
     runs = [
-        Run("c", seconds, 100.0 + seconds, None, {"total": seconds, "merge": seconds / 2}, 3)
+        Run(
+            "c",
+            seconds,
+            100.0 + seconds,
+            None,
+            {"total": seconds, "merge": seconds / 2},
+            3,
+            system=[seconds / 4],
+        )
         for seconds in (4.0, 1.0, 1.5)
     ]
     combined = median_run(runs)
@@ -46,6 +55,12 @@ def test_repeated_runs_report_their_medians_and_any_failure() -> None:
         104.0,
     )
     assert combined.repeated == [4.0, 1.0, 1.5]
+    # Every run's own system time, in order: the run that paid page faults is the one to discount.
+    assert combined.system == [1.0, 0.25, 0.375]
+    assert (
+        "runs 4.00 / 1.00 / 1.50, merge 0.75, system CPU 1.00 / 0.25 / 0.38"
+        in size_report(1000, 100, [replace(combined, candidate="wide_assets_default")])[4]
+    )
     wrong = Run("c", 0.5, 90.0, "rows differ in columns {'price': 1}", {"total": 0.5})
     assert median_run([*runs, wrong]) is wrong
 
