@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from wide_assets import WideTable
+from wide_assets.batch import _spelled
 from wide_assets.errors import InvalidInputError, InvalidOptionError, MergeError
 from wide_assets.merge.first_row import RETRACT_REJECTED
 from wide_assets.merge.partial_update import DELETE_REJECTED
@@ -224,3 +226,47 @@ def test_create_with_a_different_definition_is_refused(spark: Any, tmp_path: Pat
     ).definition
     with pytest.raises(InvalidOptionError, match="different definition"):
         WideTable.create(spark, tmp_path / "t", COLUMNS, ["k"], {"merge-engine": "deduplicate"})
+
+
+@pytest.mark.parametrize(
+    "type_text",
+    [
+        "long",
+        "integer",
+        "short",
+        "byte",
+        "real",
+        "dec",
+        "numeric(5, 2)",
+        "decimal(7)",
+        "DECIMAL(38,10)",
+        "timestamp_ltz",
+        "TIMESTAMP",
+        "timestamp_ntz",
+        "array<string>",
+        "map<string,bigint>",
+        "struct<a:int,b:string>",
+    ],
+)
+def test_a_column_type_is_spelled_as_the_engine_names_it(spark: Any, type_text: str) -> None:
+    """Validation skips the cast check of a column the changes carry with the table's own type, telling
+    so by the engine's name for the changes' type; each spelling here is the engine's own reading of
+    the same type text."""
+    engine = spark.createDataFrame([], f"c {type_text}").schema["c"].dataType.simpleString()
+    assert _spelled(type_text) == engine
+
+
+def test_a_value_of_another_type_is_still_checked_against_an_aliased_column(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A DECIMAL(7,2) value that does not fit a `numeric(5, 2)` column is refused and one that fits is
+    written; a value of the column's own type is written as it is."""
+    table = WideTable.create(spark, tmp_path / "t", [("k", "long"), ("d", "numeric(5, 2)")], ["k"])
+    with pytest.raises(InvalidInputError, match="cannot be cast to numeric"):
+        table.write(spark.createDataFrame([(1, Decimal("12345.67"))], "k bigint, d decimal(7,2)"))
+    table.write(spark.createDataFrame([(1, Decimal("123.45"))], "k bigint, d decimal(7,2)"))
+    table.write(spark.createDataFrame([(2, Decimal("-999.99"))], "k long, d decimal(5,2)"))
+    assert sorted(tuple(r) for r in table.read().collect()) == [
+        (1, Decimal("123.45")),
+        (2, Decimal("-999.99")),
+    ]

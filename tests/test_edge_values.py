@@ -19,6 +19,8 @@ import pytest
 from delta_readers import READERS
 
 from wide_assets import WideTable
+from wide_assets.batch import GENERATED_ARRIVALS
+from wide_assets.merge import entry_offset
 
 NAN, INF, LARGEST, SMALLEST = float("nan"), float("inf"), sys.float_info.max, 5e-324
 # Java's Double.compare order, written out: -Inf < ... < -0.0 < 0.0 < ... < +Inf < NaN.
@@ -307,3 +309,17 @@ def test_a_negative_zero_key_is_the_zero_key(
         table.write(spark.createDataFrame(rows[:1], schema))
         assert table.write(spark.createDataFrame(rows[1:], schema)).updated == 1
     assert [(repr(r.k), r.v, r.ts) for r in table.read().collect()] == [("0.0", "negative zero", 2)]
+
+
+def test_an_arrival_beyond_what_a_commit_numbers_fails_the_query(spark: Any) -> None:
+    """Generated arrivals are not counted (`GENERATED_ARRIVALS`): an entry numbered from an arrival
+    beyond the bound fails with a message instead of wrapping around; within it, it is numbered
+    2 * arrival + index (by hand: 3, 1 -> 7; -1, 0 -> -2), and no arrival stays no number."""
+    offset = entry_offset(GENERATED_ARRIVALS)
+    rows = spark.sql(
+        f"SELECT {offset} AS o FROM VALUES (CAST(3 AS BIGINT), 1), (-1, 0), (NULL, 1) AS t(_order_a, _order_i)"
+    ).collect()
+    assert [r.o for r in rows] == [7, -2, None]
+    beyond = f"SELECT {offset} AS o FROM VALUES (CAST({2**62} AS BIGINT), 0) AS t(_order_a, _order_i)"
+    with pytest.raises(Exception, match="beyond what a commit can number"):
+        spark.sql(beyond).collect()

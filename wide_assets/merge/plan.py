@@ -68,9 +68,16 @@ def entry_offset(arrivals: tuple[int, int] | None) -> str:
     (`_order_a`, `_order_i`), for a batch whose arrivals lie within `arrivals` (least, greatest; None
     when not known). `ENTRY_INDEXES * _order_a + _order_i` keeps the order without ranking every entry
     in one task (a window over the whole commit); its numbers have gaps, as the log's have where it
-    leaves -U entries out. Arrivals it cannot number so within a BIGINT are ranked."""
+    leaves -U entries out. Arrivals it cannot number so within a BIGINT are ranked. An arrival outside
+    the bound anyway (`arrivals` assumed, not counted: `batch.GENERATED_ARRIVALS`) fails the query
+    rather than wrap around."""
     if arrivals is not None and arrivals[0] >= -ARRIVAL_BOUND and arrivals[1] <= ARRIVAL_BOUND:
-        return f"{ENTRY_INDEXES} * _order_a + _order_i"
+        return (
+            f"CASE WHEN _order_a NOT BETWEEN {-ARRIVAL_BOUND} AND {ARRIVAL_BOUND} THEN raise_error(concat("
+            "'An arrival order of ', CAST(_order_a AS STRING), ' is beyond what a commit can number: the "
+            "changes have too many partitions (over 2^29); repartition them or give each record an "
+            f"_offset.')) ELSE {ENTRY_INDEXES} * _order_a + _order_i END"
+        )
     return "CAST(row_number() OVER (ORDER BY _order_a, _order_i) - 1 AS BIGINT)"
 
 
