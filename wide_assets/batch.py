@@ -314,10 +314,11 @@ def _check_values(
     if problems:
         raise InvalidInputError("Invalid changes, nothing was written: " + "; ".join(problems) + ".")
     records = int(result["records"])
-    arrivals = GENERATED_ARRIVALS if records else None
     if "_offset" in given:
         first, last = result["first_arrival"], result["last_arrival"]
         arrivals = None if first is None else (int(first), int(last))
+    else:
+        arrivals = GENERATED_ARRIVALS if records else None
     return _Counts(
         records=records,
         retractions=int(result["retractions"]),

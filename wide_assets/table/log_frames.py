@@ -65,7 +65,12 @@ def log_file_records(
     storage: Storage, first: int | None = None, last: int | None = None, origin: Origin | None = None
 ) -> list[tuple[str, int | None]]:
     """(log-relative path, row count if recorded) of the live log files `log_files` names."""
-    return [(f["path"], f.get("num_records")) for f in log_file_actions(storage, first, last, origin)]
+    return file_records(log_file_actions(storage, first, last, origin))
+
+
+def file_records(actions: Sequence[dict[str, Any]]) -> list[tuple[str, int | None]]:
+    """(log-relative path, row count if recorded) of log files' flattened add `actions`."""
+    return [(f["path"], f.get("num_records")) for f in actions]
 
 
 def log_file_actions(

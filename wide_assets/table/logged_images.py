@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from wide_assets.sql import RETRACTS, RowKind
 from wide_assets.table.files import DataFile, describe, read_as_written
 from wide_assets.table.log import Origin
-from wide_assets.table.log_frames import log_file_actions, log_file_records
+from wide_assets.table.log_frames import file_records, log_file_actions
 from wide_assets.table.objects import StoredFile, TableFiles
 
 if TYPE_CHECKING:
@@ -92,8 +92,7 @@ def logged_kind_counts(storage: Storage, commit: int) -> dict[str, int] | None:
     actions = log_file_actions(storage, commit, commit, Origin.MERGED, ["_row_kind"])
     counted = _counts_from_statistics(actions, commit)
     if counted is None:
-        records = [(f["path"], f.get("num_records")) for f in actions]
-        entries = logged_entries(storage, commit, commit, Origin.MERGED, ["_row_kind"], records=records)
+        entries = logged_entries(storage, commit, commit, Origin.MERGED, ["_row_kind"], actions=actions)
         if entries is None:
             return None
         kinds, counts = pc.value_counts(entries["_row_kind"]).flatten()
@@ -151,16 +150,15 @@ def logged_entries(
     origin: Origin,
     columns: list[str],
     most: int | None = None,
-    records: list[tuple[str, int | None]] | None = None,
+    actions: list[dict[str, Any]] | None = None,
 ) -> pa.Table | None:
     """The `columns` of the entries of `origin` of commits [first, last], read from the log files
-    whose statistics can hold them (`records`, when the caller has listed them already); None for
-    none, more than `most` rows in those files, or files that differ in columns."""
+    whose statistics can hold them (their add `actions`, when the caller has listed them already);
+    None for none, more than `most` rows in those files, or files that differ in columns."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if records is None:
-        records = log_file_records(storage, first, last, origin)
+    records = file_records(actions if actions is not None else log_file_actions(storage, first, last, origin))
     counted = [rows for _, rows in records]
     if not records or (most is not None and (None in counted or sum(r or 0 for r in counted) > most)):
         return None
